@@ -1,0 +1,31 @@
+//! verjus-core: the vocabulary every other verjus crate shares.
+//!
+//! - [`DType`], [`Shape`] (checked: an absurd shape is an error), [`Device`] and
+//!   [`Tensor`] (dense, row-major, on one device);
+//! - the [`Backend`] trait: the op set a device implements, called through the
+//!   validating functions in [`ops`];
+//! - [`rng`]: the Philox-4x32-10 stream all backends share, so random draws and
+//!   dropout masks are the same on every device;
+//! - [`autograd`]: an eager tape for the frontend, built on the same ops;
+//! - one [`Error`] type.
+//!
+//! Backends live in their own crates (`verjus-native`, `verjus-cuda`) and are
+//! chosen at run time by [`Device`].
+
+pub mod autograd;
+mod backend;
+mod device;
+mod dtype;
+mod error;
+pub mod math;
+pub mod ops;
+pub mod rng;
+mod shape;
+mod tensor;
+
+pub use backend::{Backend, BackendRef};
+pub use device::Device;
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use shape::{Shape, MAX_ELEMENTS, MAX_RANK};
+pub use tensor::{DeviceStorage, HostData, Storage, Tensor};

@@ -1,0 +1,48 @@
+//! Allocation, host transfer, copy, fill and cast.
+
+use super::{check_device, check_shape};
+use crate::{Backend, DType, Error, Result, Shape, Tensor};
+
+/// A zero-filled tensor on the backend's device.
+pub fn zeros(be: &dyn Backend, shape: &Shape, dtype: DType) -> Result<Tensor> {
+    be.alloc_zeroed(shape, dtype)
+}
+
+/// Copies a host tensor to the backend's device.
+pub fn upload(be: &dyn Backend, host: &Tensor) -> Result<Tensor> {
+    if host.device() != crate::Device::Cpu {
+        return Err(Error::invalid("upload", format!("source lives on {}, not the host", host.device())));
+    }
+    be.upload(host)
+}
+
+/// Copies a tensor of the backend's device to the host (synchronises).
+pub fn download(be: &dyn Backend, t: &Tensor) -> Result<Tensor> {
+    check_device("download", "source", be, t)?;
+    be.download(t)
+}
+
+/// `dst = src`; shapes (element counts) and dtypes must agree.
+pub fn copy(be: &dyn Backend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+    check_device("copy", "src", be, src)?;
+    check_device("copy", "dst", be, dst)?;
+    if src.numel() != dst.numel() {
+        return Err(Error::shape("copy", "dst", src.shape(), dst.shape()));
+    }
+    super::check_dtype("copy", "dst", dst, src.dtype())?;
+    be.copy(src, dst)
+}
+
+/// Sets every element of `dst` to `value` (converted to its dtype).
+pub fn fill(be: &dyn Backend, dst: &mut Tensor, value: f64) -> Result<()> {
+    check_device("fill", "dst", be, dst)?;
+    be.fill(dst, value)
+}
+
+/// `dst = src` converted to `dst`'s dtype (float to int truncates toward zero).
+pub fn cast(be: &dyn Backend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+    check_device("cast", "src", be, src)?;
+    check_device("cast", "dst", be, dst)?;
+    check_shape("cast", "dst", dst, src.shape())?;
+    be.cast(src, dst)
+}

@@ -1,0 +1,272 @@
+//! Tensors: a shape, an element type and storage on one device.
+//!
+//! Tensors are always dense and row-major; a permutation is an op that copies
+//! (`ops::permute`), a reshape is free. Host tensors (`Device::Cpu`) keep their
+//! elements in a `Vec`; a device backend keeps its buffers behind the
+//! [`DeviceStorage`] trait and recovers its own type with `as_any`.
+//!
+//! Backends write into tensors the caller owns (`&mut Tensor` outputs), so a
+//! static graph can allocate its activation buffers once and reuse them step after
+//! step; the eager frontend allocates fresh outputs with [`crate::ops::zeros`].
+
+use crate::{DType, Device, Element, Error, Result, Shape};
+use std::any::Any;
+use std::fmt;
+
+/// Elements of a host tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostData {
+    F32(Vec<f32>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+}
+
+impl HostData {
+    /// Zero-filled elements; fails cleanly (no abort) when the memory is not there.
+    pub fn zeros(dtype: DType, len: usize) -> Result<Self> {
+        fn zeroed<T: Element>(len: usize) -> Result<Vec<T>> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|e| Error::Device {
+                device: "cpu".into(),
+                msg: format!(
+                    "cannot allocate {len} elements of {}: {e}",
+                    T::DTYPE.name()
+                ),
+            })?;
+            v.resize(len, T::default());
+            Ok(v)
+        }
+        Ok(match dtype {
+            DType::F32 => HostData::F32(zeroed(len)?),
+            DType::I64 => HostData::I64(zeroed(len)?),
+            DType::I32 => HostData::I32(zeroed(len)?),
+        })
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostData::F32(_) => DType::F32,
+            HostData::I64(_) => DType::I64,
+            HostData::I32(_) => DType::I32,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostData::F32(v) => v.len(),
+            HostData::I64(v) => v.len(),
+            HostData::I32(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Storage that a device backend owns (for example a CUDA allocation).
+pub trait DeviceStorage: Send + Sync + fmt::Debug {
+    /// The device holding the memory.
+    fn device(&self) -> Device;
+    /// For the owning backend to recover its concrete type.
+    fn as_any(&self) -> &dyn Any;
+    /// For the owning backend to recover its concrete type mutably.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// Where a tensor's elements are.
+#[derive(Debug)]
+pub enum Storage {
+    Host(HostData),
+    Device(Box<dyn DeviceStorage>),
+}
+
+/// A dense row-major tensor on one device.
+#[derive(Debug)]
+pub struct Tensor {
+    shape: Shape,
+    dtype: DType,
+    storage: Storage,
+}
+
+impl Tensor {
+    /// A host tensor from a vector; the length must match the shape.
+    pub fn from_vec<T: Element>(shape: impl Into<Vec<usize>>, data: Vec<T>) -> Result<Self> {
+        let shape = Shape::new(shape)?;
+        if shape.numel() != data.len() {
+            return Err(Error::shape(
+                "Tensor::from_vec",
+                "data length",
+                format!("{} elements for shape {shape}", shape.numel()),
+                format!("{} elements", data.len()),
+            ));
+        }
+        Ok(Tensor {
+            shape,
+            dtype: T::DTYPE,
+            storage: Storage::Host(T::into_host(data)),
+        })
+    }
+
+    /// A zero-filled host tensor.
+    pub fn zeros_host(shape: &Shape, dtype: DType) -> Result<Self> {
+        Ok(Tensor {
+            shape: shape.clone(),
+            dtype,
+            storage: Storage::Host(HostData::zeros(dtype, shape.numel())?),
+        })
+    }
+
+    /// A tensor over storage a backend made; the backend guarantees the size.
+    pub fn from_storage(shape: Shape, dtype: DType, storage: Storage) -> Result<Self> {
+        if let Storage::Host(h) = &storage {
+            if h.dtype() != dtype || h.len() != shape.numel() {
+                return Err(Error::shape(
+                    "Tensor::from_storage",
+                    "host storage",
+                    format!("{} elements of {dtype}", shape.numel()),
+                    format!("{} elements of {}", h.len(), h.dtype()),
+                ));
+            }
+        }
+        Ok(Tensor {
+            shape,
+            dtype,
+            storage,
+        })
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// The dimensions.
+    pub fn dims(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.numel()
+    }
+
+    /// The device holding the elements.
+    pub fn device(&self) -> Device {
+        match &self.storage {
+            Storage::Host(_) => Device::Cpu,
+            Storage::Device(d) => d.device(),
+        }
+    }
+
+    /// The storage.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// The storage, mutably.
+    pub fn storage_mut(&mut self) -> &mut Storage {
+        &mut self.storage
+    }
+
+    /// Host elements as a slice of `T`; an error for device tensors or another dtype.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        match &self.storage {
+            Storage::Host(h) => T::host_slice(h).ok_or_else(|| self.dtype_error::<T>()),
+            Storage::Device(d) => Err(not_on_host(d.device())),
+        }
+    }
+
+    /// Host elements as a mutable slice of `T`.
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
+        let err = self.dtype_error::<T>();
+        match &mut self.storage {
+            Storage::Host(h) => T::host_slice_mut(h).ok_or(err),
+            Storage::Device(d) => Err(not_on_host(d.device())),
+        }
+    }
+
+    /// A copy of the host elements.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.as_slice::<T>().map(<[T]>::to_vec)
+    }
+
+    /// The same elements under a new shape of equal element count (no copy).
+    pub fn reshape(mut self, dims: impl Into<Vec<usize>>) -> Result<Self> {
+        self.shape = self.shape.reshape("reshape", dims)?;
+        Ok(self)
+    }
+
+    /// Changes the shape in place (no copy); the element count must match.
+    pub fn reshape_in_place(&mut self, dims: impl Into<Vec<usize>>) -> Result<()> {
+        self.shape = self.shape.reshape("reshape", dims)?;
+        Ok(())
+    }
+
+    /// A deep copy of a host tensor; device tensors are copied with `ops::copy`.
+    pub fn try_clone_host(&self) -> Result<Self> {
+        match &self.storage {
+            Storage::Host(h) => Ok(Tensor {
+                shape: self.shape.clone(),
+                dtype: self.dtype,
+                storage: Storage::Host(h.clone()),
+            }),
+            Storage::Device(d) => Err(not_on_host(d.device())),
+        }
+    }
+
+    fn dtype_error<T: Element>(&self) -> Error {
+        Error::DTypeMismatch {
+            op: "tensor access".into(),
+            what: "tensor".into(),
+            expected: T::DTYPE,
+            actual: self.dtype,
+        }
+    }
+}
+
+fn not_on_host(device: Device) -> Error {
+    Error::WrongDevice {
+        op: "host access".into(),
+        what: "tensor".into(),
+        expected: Device::Cpu,
+        actual: device,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_vec_checks_length() {
+        let t = Tensor::from_vec([2, 3], vec![0f32; 6]).unwrap();
+        assert_eq!(t.dims(), &[2, 3]);
+        assert_eq!(t.dtype(), DType::F32);
+        let err = Tensor::from_vec([2, 3], vec![0f32; 5]).unwrap_err().to_string();
+        assert!(err.contains("6 elements") && err.contains("5 elements"), "{err}");
+    }
+
+    #[test]
+    fn slices_check_dtype() {
+        let t = Tensor::from_vec([2], vec![1i64, 2]).unwrap();
+        assert_eq!(t.as_slice::<i64>().unwrap(), &[1, 2]);
+        assert!(t.as_slice::<f32>().is_err());
+    }
+
+    #[test]
+    fn reshape_keeps_elements() {
+        let t = Tensor::from_vec([2, 3], (0..6).map(|i| i as f32).collect()).unwrap();
+        let t = t.reshape([3, 2]).unwrap();
+        assert_eq!(t.dims(), &[3, 2]);
+        assert_eq!(t.to_vec::<f32>().unwrap()[5], 5.0);
+    }
+}

@@ -1,0 +1,147 @@
+//! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
+
+use crate::{concat, conv, dropout, elementwise, gemm, index, loss, memory, optim, permute, pool, reduce, softmax};
+use verjus_core::ops::{
+    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
+    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SgdHyper, UnaryOp,
+};
+use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
+
+/// The CPU backend. Stateless: threads come from rayon's global pool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NativeBackend;
+
+impl NativeBackend {
+    /// The CPU backend.
+    pub fn new() -> Self {
+        NativeBackend
+    }
+}
+
+impl Backend for NativeBackend {
+    fn name(&self) -> &str {
+        "native"
+    }
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+    fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        Tensor::zeros_host(shape, dtype)
+    }
+    fn upload(&self, host: &Tensor) -> Result<Tensor> {
+        host.try_clone_host()
+    }
+    fn download(&self, t: &Tensor) -> Result<Tensor> {
+        t.try_clone_host()
+    }
+    fn copy(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+        memory::copy(src, dst)
+    }
+    fn fill(&self, dst: &mut Tensor, value: f64) -> Result<()> {
+        memory::fill(dst, value)
+    }
+    fn cast(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+        memory::cast(src, dst)
+    }
+    fn random(&self, dst: &mut Tensor, dist: Distribution, seed: u64, offset: u64) -> Result<()> {
+        memory::random(dst, dist, seed, offset)
+    }
+    fn gemm(&self, plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+        gemm::gemm(plan, a, b, c)
+    }
+    fn unary(&self, op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        elementwise::unary(op, x, y)
+    }
+    fn unary_backward(&self, op: UnaryOp, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+        elementwise::unary_backward(op, x, y, dy, dx)
+    }
+    fn binary(&self, plan: &BinaryPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+        elementwise::binary(plan, a, b, c)
+    }
+    fn binary_backward(
+        &self,
+        plan: &BinaryPlan,
+        a: &Tensor,
+        b: &Tensor,
+        dy: &Tensor,
+        da: Option<&mut Tensor>,
+        db: Option<&mut Tensor>,
+    ) -> Result<()> {
+        elementwise::binary_backward(plan, a, b, dy, da, db)
+    }
+    fn reduce(&self, plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        reduce::reduce(plan, x, y)
+    }
+    fn reduce_backward(&self, plan: &ReducePlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+        reduce::reduce_backward(plan, x, y, dy, dx)
+    }
+    fn argmax(&self, plan: &AxisPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        reduce::argmax(plan, x, y)
+    }
+    fn softmax(&self, plan: &AxisPlan, log: bool, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        softmax::softmax(plan, log, x, y)
+    }
+    fn softmax_backward(&self, plan: &AxisPlan, log: bool, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+        softmax::softmax_backward(plan, log, y, dy, dx)
+    }
+    fn conv2d(&self, plan: &Conv2dPlan, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &mut Tensor) -> Result<()> {
+        conv::conv2d(plan, x, w, bias, y)
+    }
+    fn conv2d_backward_data(&self, plan: &Conv2dPlan, dy: &Tensor, w: &Tensor, dx: &mut Tensor) -> Result<()> {
+        conv::conv2d_backward_data(plan, dy, w, dx)
+    }
+    fn conv2d_backward_filter(&self, plan: &Conv2dPlan, x: &Tensor, dy: &Tensor, dw: &mut Tensor) -> Result<()> {
+        conv::conv2d_backward_filter(plan, x, dy, dw)
+    }
+    fn conv2d_backward_bias(&self, dy: &Tensor, db: &mut Tensor) -> Result<()> {
+        conv::conv2d_backward_bias(dy, db)
+    }
+    fn pool2d(&self, plan: &Pool2dPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        pool::pool2d(plan, x, y)
+    }
+    fn pool2d_backward(&self, plan: &Pool2dPlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+        pool::pool2d_backward(plan, x, y, dy, dx)
+    }
+    fn dropout(&self, plan: &DropoutPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        dropout::dropout(plan, x, y)
+    }
+    fn index_select(&self, plan: &IndexPlan, x: &Tensor, indices: &Tensor, y: &mut Tensor) -> Result<()> {
+        index::index_select(plan, x, indices, y)
+    }
+    fn index_add(&self, plan: &IndexPlan, src: &Tensor, indices: &Tensor, dst: &mut Tensor) -> Result<()> {
+        index::index_add(plan, src, indices, dst)
+    }
+    fn concat(&self, plan: &ConcatPlan, parts: &[&Tensor], y: &mut Tensor) -> Result<()> {
+        concat::concat(plan, parts, y)
+    }
+    fn split(&self, plan: &ConcatPlan, x: &Tensor, parts: &mut [&mut Tensor]) -> Result<()> {
+        concat::split(plan, x, parts)
+    }
+    fn permute(&self, plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        permute::permute(plan, x, y)
+    }
+    fn sgd_update(&self, hp: &SgdHyper, param: &mut Tensor, grad: &Tensor, velocity: Option<&mut Tensor>) -> Result<()> {
+        optim::sgd_update(hp, param, grad, velocity)
+    }
+    fn adam_update(
+        &self,
+        hp: &AdamHyper,
+        param: &mut Tensor,
+        grad: &Tensor,
+        m: &mut Tensor,
+        v: &mut Tensor,
+    ) -> Result<()> {
+        optim::adam_update(hp, param, grad, m, v)
+    }
+    fn softmax_cross_entropy(
+        &self,
+        plan: &CrossEntropyPlan,
+        logits: &Tensor,
+        labels: &Tensor,
+        grad_scale: f32,
+        losses: &mut Tensor,
+        dlogits: Option<&mut Tensor>,
+    ) -> Result<()> {
+        loss::softmax_cross_entropy(plan, logits, labels, grad_scale, losses, dlogits)
+    }
+}

@@ -1,0 +1,116 @@
+//! GEMM through the `gemm` crate (AVX-512 micro-kernels with its `x86-v4`
+//! feature, threads from rayon).
+//!
+//! [`sgemm`] is the slice-level entry the convolution also uses; [`gemm`] maps a
+//! validated batched plan onto it.
+
+use verjus_core::ops::GemmPlan;
+use verjus_core::{Error, Result, Tensor};
+
+/// Below this many multiply-adds a product runs on the calling thread: spawning
+/// work on the pool costs more than it saves for small matrices.
+const PARALLEL_THRESHOLD: usize = 48 * 48 * 48;
+
+/// A row-major matrix operand: `rows x cols` as used in the product, stored
+/// transposed when `trans` (then the stored layout is `cols x rows`).
+#[derive(Clone, Copy)]
+pub(crate) struct MatRef<'a> {
+    pub data: &'a [f32],
+    pub trans: bool,
+}
+
+impl MatRef<'_> {
+    /// (column stride, row stride) of the operand as used in the product,
+    /// given its stored row length `ld`.
+    fn strides(&self, ld: usize) -> (isize, isize) {
+        if self.trans {
+            (ld as isize, 1)
+        } else {
+            (1, ld as isize)
+        }
+    }
+}
+
+/// `c[m x n] = alpha * a[m x k] @ b[k x n] + beta * c`, all row-major and
+/// contiguous (`a` stored `k x m` when `a.trans`, `b` stored `n x k` when `b.trans`).
+#[allow(clippy::too_many_arguments)] // mirrors the BLAS signature
+pub(crate) fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    alpha: f32,
+    beta: f32,
+) -> Result<()> {
+    if a.data.len() < m * k || b.data.len() < k * n || c.len() < m * n {
+        return Err(Error::invalid("gemm", "operand buffers are smaller than the plan"));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // The product is empty: C = beta * C.
+        c[..m * n].iter_mut().for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
+        return Ok(());
+    }
+    let lda = if a.trans { m } else { k };
+    let ldb = if b.trans { k } else { n };
+    let (a_cs, a_rs) = a.strides(lda);
+    let (b_cs, b_rs) = b.strides(ldb);
+    let parallelism = if m * n * k >= PARALLEL_THRESHOLD {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the buffers hold at least m*k, k*n and m*n elements (checked above)
+    // and the strides describe exactly those row-major layouts; `c` is borrowed
+    // mutably, so it does not alias `a` or `b`. gemm computes
+    // dst = alpha_dst * dst + beta_prod * lhs @ rhs, reading dst only when asked.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            beta != 0.0,
+            a.data.as_ptr(),
+            a_cs,
+            a_rs,
+            b.data.as_ptr(),
+            b_cs,
+            b_rs,
+            beta,
+            alpha,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+    Ok(())
+}
+
+/// The batched GEMM of the op set.
+pub(crate) fn gemm(plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+    let (m, n, k) = (plan.m, plan.n, plan.k);
+    let (a, b) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
+    let c = c.as_mut_slice::<f32>()?;
+    let a_step = if plan.a_batched { m * k } else { 0 };
+    let b_step = if plan.b_batched { k * n } else { 0 };
+    for i in 0..plan.batch {
+        let ai = MatRef {
+            data: &a[i * a_step..i * a_step + m * k],
+            trans: plan.spec.trans_a,
+        };
+        let bi = MatRef {
+            data: &b[i * b_step..i * b_step + k * n],
+            trans: plan.spec.trans_b,
+        };
+        sgemm(m, n, k, ai, bi, &mut c[i * m * n..(i + 1) * m * n], plan.spec.alpha, plan.spec.beta)?;
+    }
+    Ok(())
+}

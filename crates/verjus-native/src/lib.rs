@@ -1,0 +1,33 @@
+//! verjus-native: the CPU backend.
+//!
+//! Implements the whole [`verjus_core::Backend`] op set on host memory:
+//! GEMM through the `gemm` crate (AVX-512 kernels, rayon threads), convolution as
+//! im2col + GEMM, and the remaining ops as rayon-parallel loops over contiguous
+//! slices. Each file holds one group of ops; [`NativeBackend`]'s trait
+//! implementation in `backend.rs` only dispatches to them.
+
+mod backend;
+mod concat;
+mod conv;
+mod dropout;
+mod elementwise;
+mod gemm;
+mod index;
+mod loss;
+mod memory;
+mod optim;
+mod parallel;
+mod permute;
+mod pool;
+mod reduce;
+mod softmax;
+
+pub use backend::NativeBackend;
+
+use std::sync::Arc;
+use verjus_core::BackendRef;
+
+/// The shared native backend.
+pub fn backend() -> BackendRef {
+    Arc::new(NativeBackend::new())
+}

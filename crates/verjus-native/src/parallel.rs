@@ -1,0 +1,1 @@
+//! STUB: parallel loop helpers.
