@@ -71,7 +71,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
         unsupported!(self, "unary")
     }
     /// `dx = dy * op'(x)`.
-    fn unary_backward(&self, op: UnaryOp, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn unary_backward(
+        &self,
+        op: UnaryOp,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "unary_backward")
     }
     /// Broadcasting binary op.
@@ -96,7 +103,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
         unsupported!(self, "reduce")
     }
     /// Gradient of a reduction.
-    fn reduce_backward(&self, plan: &ReducePlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn reduce_backward(
+        &self,
+        plan: &ReducePlan,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "reduce_backward")
     }
     /// Index of the first maximum along an axis (int64 output).
@@ -109,20 +123,46 @@ pub trait Backend: Send + Sync + fmt::Debug {
         unsupported!(self, "softmax")
     }
     /// Gradient of softmax or log-softmax from its output.
-    fn softmax_backward(&self, plan: &AxisPlan, log: bool, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn softmax_backward(
+        &self,
+        plan: &AxisPlan,
+        log: bool,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "softmax_backward")
     }
 
     /// 2-D convolution with optional bias.
-    fn conv2d(&self, plan: &Conv2dPlan, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &mut Tensor) -> Result<()> {
+    fn conv2d(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        y: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "conv2d")
     }
     /// Gradient of a convolution wrt its input.
-    fn conv2d_backward_data(&self, plan: &Conv2dPlan, dy: &Tensor, w: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn conv2d_backward_data(
+        &self,
+        plan: &Conv2dPlan,
+        dy: &Tensor,
+        w: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "conv2d_backward_data")
     }
     /// Gradient of a convolution wrt its weight.
-    fn conv2d_backward_filter(&self, plan: &Conv2dPlan, x: &Tensor, dy: &Tensor, dw: &mut Tensor) -> Result<()> {
+    fn conv2d_backward_filter(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        dy: &Tensor,
+        dw: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "conv2d_backward_filter")
     }
     /// Gradient of a convolution wrt its bias.
@@ -135,7 +175,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
         unsupported!(self, "pool2d")
     }
     /// Gradient of pooling.
-    fn pool2d_backward(&self, plan: &Pool2dPlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn pool2d_backward(
+        &self,
+        plan: &Pool2dPlan,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "pool2d_backward")
     }
 
@@ -145,11 +192,23 @@ pub trait Backend: Send + Sync + fmt::Debug {
     }
 
     /// Gather of slices along an axis.
-    fn index_select(&self, plan: &IndexPlan, x: &Tensor, indices: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn index_select(
+        &self,
+        plan: &IndexPlan,
+        x: &Tensor,
+        indices: &Tensor,
+        y: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "index_select")
     }
     /// Scatter-add of slices along an axis (accumulates into `dst`).
-    fn index_add(&self, plan: &IndexPlan, src: &Tensor, indices: &Tensor, dst: &mut Tensor) -> Result<()> {
+    fn index_add(
+        &self,
+        plan: &IndexPlan,
+        src: &Tensor,
+        indices: &Tensor,
+        dst: &mut Tensor,
+    ) -> Result<()> {
         unsupported!(self, "index_add")
     }
 
@@ -167,7 +226,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
     }
 
     /// Fused SGD step.
-    fn sgd_update(&self, hp: &SgdHyper, param: &mut Tensor, grad: &Tensor, velocity: Option<&mut Tensor>) -> Result<()> {
+    fn sgd_update(
+        &self,
+        hp: &SgdHyper,
+        param: &mut Tensor,
+        grad: &Tensor,
+        velocity: Option<&mut Tensor>,
+    ) -> Result<()> {
         unsupported!(self, "sgd_update")
     }
     /// Fused Adam/AdamW step.

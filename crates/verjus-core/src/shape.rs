@@ -80,7 +80,10 @@ impl Shape {
         self.dims.get(axis).copied().ok_or_else(|| {
             Error::invalid(
                 op,
-                format!("axis {axis} is out of range for shape {self} of rank {}", self.rank()),
+                format!(
+                    "axis {axis} is out of range for shape {self} of rank {}",
+                    self.rank()
+                ),
             )
         })
     }
@@ -107,10 +110,10 @@ impl Shape {
     pub fn broadcast(op: &str, a: &Shape, b: &Shape) -> Result<Shape> {
         let rank = a.rank().max(b.rank());
         let mut dims = vec![0; rank];
-        for i in 0..rank {
+        for (i, out) in dims.iter_mut().enumerate() {
             let da = dim_from_end(a, rank - 1 - i);
             let db = dim_from_end(b, rank - 1 - i);
-            dims[i] = match (da, db) {
+            *out = match (da, db) {
                 (x, y) if x == y => x,
                 (1, y) => y,
                 (x, 1) => x,
@@ -217,7 +220,10 @@ mod tests {
         assert_eq!(Shape::broadcast("t", &a, &b).unwrap().dims(), &[4, 5, 3]);
         let c = Shape::new([2]).unwrap();
         let err = Shape::broadcast("add", &a, &c).unwrap_err().to_string();
-        assert!(err.contains("add") && err.contains("[4, 1, 3]") && err.contains("[2]"), "{err}");
+        assert!(
+            err.contains("add") && err.contains("[4, 1, 3]") && err.contains("[2]"),
+            "{err}"
+        );
         assert!(b.broadcasts_to(&Shape::new([7, 5, 9]).unwrap()));
         assert!(!c.broadcasts_to(&a));
     }

@@ -28,10 +28,7 @@ impl HostData {
             let mut v = Vec::new();
             v.try_reserve_exact(len).map_err(|e| Error::Device {
                 device: "cpu".into(),
-                msg: format!(
-                    "cannot allocate {len} elements of {}: {e}",
-                    T::DTYPE.name()
-                ),
+                msg: format!("cannot allocate {len} elements of {}: {e}", T::DTYPE.name()),
             })?;
             v.resize(len, T::default());
             Ok(v)
@@ -251,8 +248,13 @@ mod tests {
         let t = Tensor::from_vec([2, 3], vec![0f32; 6]).unwrap();
         assert_eq!(t.dims(), &[2, 3]);
         assert_eq!(t.dtype(), DType::F32);
-        let err = Tensor::from_vec([2, 3], vec![0f32; 5]).unwrap_err().to_string();
-        assert!(err.contains("6 elements") && err.contains("5 elements"), "{err}");
+        let err = Tensor::from_vec([2, 3], vec![0f32; 5])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("6 elements") && err.contains("5 elements"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
 
-use crate::{concat, conv, dropout, elementwise, gemm, index, loss, memory, optim, permute, pool, reduce, softmax};
+use crate::{
+    concat, conv, dropout, elementwise, gemm, index, loss, memory, optim, permute, pool, reduce,
+    softmax,
+};
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
     DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SgdHyper, UnaryOp,
@@ -52,7 +55,14 @@ impl Backend for NativeBackend {
     fn unary(&self, op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
         elementwise::unary(op, x, y)
     }
-    fn unary_backward(&self, op: UnaryOp, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn unary_backward(
+        &self,
+        op: UnaryOp,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         elementwise::unary_backward(op, x, y, dy, dx)
     }
     fn binary(&self, plan: &BinaryPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
@@ -72,7 +82,14 @@ impl Backend for NativeBackend {
     fn reduce(&self, plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         reduce::reduce(plan, x, y)
     }
-    fn reduce_backward(&self, plan: &ReducePlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn reduce_backward(
+        &self,
+        plan: &ReducePlan,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         reduce::reduce_backward(plan, x, y, dy, dx)
     }
     fn argmax(&self, plan: &AxisPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
@@ -81,16 +98,42 @@ impl Backend for NativeBackend {
     fn softmax(&self, plan: &AxisPlan, log: bool, x: &Tensor, y: &mut Tensor) -> Result<()> {
         softmax::softmax(plan, log, x, y)
     }
-    fn softmax_backward(&self, plan: &AxisPlan, log: bool, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn softmax_backward(
+        &self,
+        plan: &AxisPlan,
+        log: bool,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         softmax::softmax_backward(plan, log, y, dy, dx)
     }
-    fn conv2d(&self, plan: &Conv2dPlan, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, y: &mut Tensor) -> Result<()> {
+    fn conv2d(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        y: &mut Tensor,
+    ) -> Result<()> {
         conv::conv2d(plan, x, w, bias, y)
     }
-    fn conv2d_backward_data(&self, plan: &Conv2dPlan, dy: &Tensor, w: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn conv2d_backward_data(
+        &self,
+        plan: &Conv2dPlan,
+        dy: &Tensor,
+        w: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         conv::conv2d_backward_data(plan, dy, w, dx)
     }
-    fn conv2d_backward_filter(&self, plan: &Conv2dPlan, x: &Tensor, dy: &Tensor, dw: &mut Tensor) -> Result<()> {
+    fn conv2d_backward_filter(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        dy: &Tensor,
+        dw: &mut Tensor,
+    ) -> Result<()> {
         conv::conv2d_backward_filter(plan, x, dy, dw)
     }
     fn conv2d_backward_bias(&self, dy: &Tensor, db: &mut Tensor) -> Result<()> {
@@ -99,16 +142,35 @@ impl Backend for NativeBackend {
     fn pool2d(&self, plan: &Pool2dPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         pool::pool2d(plan, x, y)
     }
-    fn pool2d_backward(&self, plan: &Pool2dPlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+    fn pool2d_backward(
+        &self,
+        plan: &Pool2dPlan,
+        x: &Tensor,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
         pool::pool2d_backward(plan, x, y, dy, dx)
     }
     fn dropout(&self, plan: &DropoutPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         dropout::dropout(plan, x, y)
     }
-    fn index_select(&self, plan: &IndexPlan, x: &Tensor, indices: &Tensor, y: &mut Tensor) -> Result<()> {
+    fn index_select(
+        &self,
+        plan: &IndexPlan,
+        x: &Tensor,
+        indices: &Tensor,
+        y: &mut Tensor,
+    ) -> Result<()> {
         index::index_select(plan, x, indices, y)
     }
-    fn index_add(&self, plan: &IndexPlan, src: &Tensor, indices: &Tensor, dst: &mut Tensor) -> Result<()> {
+    fn index_add(
+        &self,
+        plan: &IndexPlan,
+        src: &Tensor,
+        indices: &Tensor,
+        dst: &mut Tensor,
+    ) -> Result<()> {
         index::index_add(plan, src, indices, dst)
     }
     fn concat(&self, plan: &ConcatPlan, parts: &[&Tensor], y: &mut Tensor) -> Result<()> {
@@ -120,7 +182,13 @@ impl Backend for NativeBackend {
     fn permute(&self, plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         permute::permute(plan, x, y)
     }
-    fn sgd_update(&self, hp: &SgdHyper, param: &mut Tensor, grad: &Tensor, velocity: Option<&mut Tensor>) -> Result<()> {
+    fn sgd_update(
+        &self,
+        hp: &SgdHyper,
+        param: &mut Tensor,
+        grad: &Tensor,
+        velocity: Option<&mut Tensor>,
+    ) -> Result<()> {
         optim::sgd_update(hp, param, grad, velocity)
     }
     fn adam_update(

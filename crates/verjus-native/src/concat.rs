@@ -10,4 +10,3 @@ pub(crate) fn concat(plan: &ConcatPlan, parts: &[&Tensor], y: &mut Tensor) -> Re
 pub(crate) fn split(plan: &ConcatPlan, x: &Tensor, parts: &mut [&mut Tensor]) -> Result<()> {
     Err(Error::unsupported("split", "native"))
 }
-

@@ -6,4 +6,3 @@ use verjus_core::{Error, Result, Tensor};
 pub(crate) fn dropout(plan: &DropoutPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
     Err(Error::unsupported("dropout", "native"))
 }
-

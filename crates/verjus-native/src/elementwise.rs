@@ -7,7 +7,13 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
     Err(Error::unsupported("unary", "native"))
 }
 
-pub(crate) fn unary_backward(op: UnaryOp, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+pub(crate) fn unary_backward(
+    op: UnaryOp,
+    x: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    dx: &mut Tensor,
+) -> Result<()> {
     Err(Error::unsupported("unary_backward", "native"))
 }
 
@@ -15,7 +21,13 @@ pub(crate) fn binary(plan: &BinaryPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) 
     Err(Error::unsupported("binary", "native"))
 }
 
-pub(crate) fn binary_backward(plan: &BinaryPlan, a: &Tensor, b: &Tensor, dy: &Tensor, da: Option<&mut Tensor>, db: Option<&mut Tensor>) -> Result<()> {
+pub(crate) fn binary_backward(
+    plan: &BinaryPlan,
+    a: &Tensor,
+    b: &Tensor,
+    dy: &Tensor,
+    da: Option<&mut Tensor>,
+    db: Option<&mut Tensor>,
+) -> Result<()> {
     Err(Error::unsupported("binary_backward", "native"))
 }
-

@@ -45,14 +45,19 @@ pub(crate) fn sgemm(
     beta: f32,
 ) -> Result<()> {
     if a.data.len() < m * k || b.data.len() < k * n || c.len() < m * n {
-        return Err(Error::invalid("gemm", "operand buffers are smaller than the plan"));
+        return Err(Error::invalid(
+            "gemm",
+            "operand buffers are smaller than the plan",
+        ));
     }
     if m == 0 || n == 0 {
         return Ok(());
     }
     if k == 0 {
         // The product is empty: C = beta * C.
-        c[..m * n].iter_mut().for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
+        c[..m * n]
+            .iter_mut()
+            .for_each(|v| *v = if beta == 0.0 { 0.0 } else { beta * *v });
         return Ok(());
     }
     let lda = if a.trans { m } else { k };
@@ -110,7 +115,16 @@ pub(crate) fn gemm(plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> R
             data: &b[i * b_step..i * b_step + k * n],
             trans: plan.spec.trans_b,
         };
-        sgemm(m, n, k, ai, bi, &mut c[i * m * n..(i + 1) * m * n], plan.spec.alpha, plan.spec.beta)?;
+        sgemm(
+            m,
+            n,
+            k,
+            ai,
+            bi,
+            &mut c[i * m * n..(i + 1) * m * n],
+            plan.spec.alpha,
+            plan.spec.beta,
+        )?;
     }
     Ok(())
 }

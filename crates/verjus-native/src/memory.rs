@@ -18,4 +18,3 @@ pub(crate) fn cast(src: &Tensor, dst: &mut Tensor) -> Result<()> {
 pub(crate) fn random(dst: &mut Tensor, dist: Distribution, seed: u64, offset: u64) -> Result<()> {
     Err(Error::unsupported("random", "native"))
 }
-

@@ -6,4 +6,3 @@ use verjus_core::{Error, Result, Tensor};
 pub(crate) fn permute(plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
     Err(Error::unsupported("permute", "native"))
 }
-

@@ -7,7 +7,12 @@ pub(crate) fn pool2d(plan: &Pool2dPlan, x: &Tensor, y: &mut Tensor) -> Result<()
     Err(Error::unsupported("pool2d", "native"))
 }
 
-pub(crate) fn pool2d_backward(plan: &Pool2dPlan, x: &Tensor, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+pub(crate) fn pool2d_backward(
+    plan: &Pool2dPlan,
+    x: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    dx: &mut Tensor,
+) -> Result<()> {
     Err(Error::unsupported("pool2d_backward", "native"))
 }
-

@@ -7,7 +7,12 @@ pub(crate) fn softmax(plan: &AxisPlan, log: bool, x: &Tensor, y: &mut Tensor) ->
     Err(Error::unsupported("softmax", "native"))
 }
 
-pub(crate) fn softmax_backward(plan: &AxisPlan, log: bool, y: &Tensor, dy: &Tensor, dx: &mut Tensor) -> Result<()> {
+pub(crate) fn softmax_backward(
+    plan: &AxisPlan,
+    log: bool,
+    y: &Tensor,
+    dy: &Tensor,
+    dx: &mut Tensor,
+) -> Result<()> {
     Err(Error::unsupported("softmax_backward", "native"))
 }
-

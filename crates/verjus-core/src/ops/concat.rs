@@ -38,9 +38,10 @@ impl ConcatPlan {
             sizes.push(p.dims()[axis]);
         }
         let mut whole = first.dims().to_vec();
-        whole[axis] = sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)).ok_or_else(|| {
-            Error::invalid(op, "concatenated axis overflows")
-        })?;
+        whole[axis] = sizes
+            .iter()
+            .try_fold(0usize, |a, &s| a.checked_add(s))
+            .ok_or_else(|| Error::invalid(op, "concatenated axis overflows"))?;
         Ok(ConcatPlan {
             axis,
             outer,

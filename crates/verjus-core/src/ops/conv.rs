@@ -80,7 +80,12 @@ impl Conv2dPlan {
             return Err(Error::shape(op, "input", "rank 4 [N, C, H, W]", x));
         }
         if w.rank() != 4 {
-            return Err(Error::shape(op, "weight", "rank 4 [C_out, C_in, KH, KW]", w));
+            return Err(Error::shape(
+                op,
+                "weight",
+                "rank 4 [C_out, C_in, KH, KW]",
+                w,
+            ));
         }
         let (xd, wd) = (x.dims(), w.dims());
         if xd[1] != wd[1] {
@@ -92,8 +97,24 @@ impl Conv2dPlan {
             ));
         }
         let p = params;
-        let oh = output_len(op, "height", xd[2], wd[2], p.stride[0], p.padding[0], p.dilation[0])?;
-        let ow = output_len(op, "width", xd[3], wd[3], p.stride[1], p.padding[1], p.dilation[1])?;
+        let oh = output_len(
+            op,
+            "height",
+            xd[2],
+            wd[2],
+            p.stride[0],
+            p.padding[0],
+            p.dilation[0],
+        )?;
+        let ow = output_len(
+            op,
+            "width",
+            xd[3],
+            wd[3],
+            p.stride[1],
+            p.padding[1],
+            p.dilation[1],
+        )?;
         Ok(Conv2dPlan {
             params,
             n: xd[0],
@@ -155,7 +176,15 @@ pub fn conv2d_backward_data(
     let op = "conv2d_backward_data";
     check_rank(op, "input gradient", dx, 4, "[N, C, H, W]")?;
     let plan = Conv2dPlan::new(dx.shape(), w.shape(), params)?;
-    check_f32_on(op, be, &[("output gradient", dy), ("weight", w), ("input gradient", dx)])?;
+    check_f32_on(
+        op,
+        be,
+        &[
+            ("output gradient", dy),
+            ("weight", w),
+            ("input gradient", dx),
+        ],
+    )?;
     check_shape(op, "output gradient", dy, &plan.output_shape()?)?;
     be.conv2d_backward_data(&plan, dy, w, dx)
 }
@@ -170,7 +199,15 @@ pub fn conv2d_backward_filter(
 ) -> Result<()> {
     let op = "conv2d_backward_filter";
     let plan = Conv2dPlan::new(x.shape(), dw.shape(), params)?;
-    check_f32_on(op, be, &[("input", x), ("output gradient", dy), ("weight gradient", dw)])?;
+    check_f32_on(
+        op,
+        be,
+        &[
+            ("input", x),
+            ("output gradient", dy),
+            ("weight gradient", dw),
+        ],
+    )?;
     check_shape(op, "output gradient", dy, &plan.output_shape()?)?;
     be.conv2d_backward_filter(&plan, x, dy, dw)
 }

@@ -26,7 +26,10 @@ impl DropoutPlan {
     /// Checks `p`.
     pub fn new(p: f32, seed: u64, offset: u64) -> Result<Self> {
         if !(0.0..1.0).contains(&p) {
-            return Err(Error::invalid("dropout", format!("drop probability must be in [0, 1), got {p}")));
+            return Err(Error::invalid(
+                "dropout",
+                format!("drop probability must be in [0, 1), got {p}"),
+            ));
         }
         Ok(DropoutPlan {
             p,
@@ -39,7 +42,14 @@ impl DropoutPlan {
 }
 
 /// `y = x * mask / (1 - p)`.
-pub fn dropout(be: &dyn Backend, x: &Tensor, p: f32, seed: u64, offset: u64, y: &mut Tensor) -> Result<()> {
+pub fn dropout(
+    be: &dyn Backend,
+    x: &Tensor,
+    p: f32,
+    seed: u64,
+    offset: u64,
+    y: &mut Tensor,
+) -> Result<()> {
     let plan = DropoutPlan::new(p, seed, offset)?;
     check_f32_on("dropout", be, &[("x", x), ("y", y)])?;
     check_shape("dropout", "y", y, x.shape())?;

@@ -68,7 +68,9 @@ impl UnaryOp {
             UnaryOp::Relu => x.max(0.0),
             UnaryOp::Sigmoid => sigmoid(x),
             UnaryOp::Tanh => x.tanh(),
-            UnaryOp::Gelu => 0.5 * x * (1.0 + crate::math::erf(x * std::f32::consts::FRAC_1_SQRT_2)),
+            UnaryOp::Gelu => {
+                0.5 * x * (1.0 + crate::math::erf(x * std::f32::consts::FRAC_1_SQRT_2))
+            }
             UnaryOp::Scale(s) => x * s,
             UnaryOp::AddScalar(s) => x + s,
             UnaryOp::Powf(p) => x.powf(p),
@@ -298,7 +300,13 @@ pub fn unary_backward(
 }
 
 /// `c = a op b` with NumPy broadcasting.
-pub fn binary(be: &dyn Backend, op: BinaryOp, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+pub fn binary(
+    be: &dyn Backend,
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    c: &mut Tensor,
+) -> Result<()> {
     let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
     check_f32_on(op.name(), be, &[("a", a), ("b", b), ("c", c)])?;
     check_shape(op.name(), "c", c, &plan.out)?;

@@ -63,7 +63,13 @@ pub struct GemmPlan {
 }
 
 /// `c = alpha * op(a) @ op(b) + beta * c`.
-pub fn gemm(be: &dyn Backend, a: &Tensor, b: &Tensor, c: &mut Tensor, spec: GemmSpec) -> Result<()> {
+pub fn gemm(
+    be: &dyn Backend,
+    a: &Tensor,
+    b: &Tensor,
+    c: &mut Tensor,
+    spec: GemmSpec,
+) -> Result<()> {
     let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
     check_f32_on("gemm", be, &[("A", a), ("B", b), ("C", c)])?;
     check_shape("gemm", "C", c, &plan.output_shape(a.shape(), b.shape())?)?;
@@ -84,19 +90,38 @@ impl GemmPlan {
         }
         let (ad, bd) = (a.dims(), b.dims());
         let (ra, rb) = (ad.len(), bd.len());
-        let (m, ka) = if spec.trans_a { (ad[ra - 1], ad[ra - 2]) } else { (ad[ra - 2], ad[ra - 1]) };
-        let (kb, n) = if spec.trans_b { (bd[rb - 1], bd[rb - 2]) } else { (bd[rb - 2], bd[rb - 1]) };
+        let (m, ka) = if spec.trans_a {
+            (ad[ra - 1], ad[ra - 2])
+        } else {
+            (ad[ra - 2], ad[ra - 1])
+        };
+        let (kb, n) = if spec.trans_b {
+            (bd[rb - 1], bd[rb - 2])
+        } else {
+            (bd[rb - 2], bd[rb - 1])
+        };
         if ka != kb {
             return Err(Error::shape(
                 op,
                 "B (inner dimensions)",
-                format!("k = {ka} from A {a}{}", if spec.trans_a { " (transposed)" } else { "" }),
-                format!("k = {kb} from B {b}{}", if spec.trans_b { " (transposed)" } else { "" }),
+                format!(
+                    "k = {ka} from A {a}{}",
+                    if spec.trans_a { " (transposed)" } else { "" }
+                ),
+                format!(
+                    "k = {kb} from B {b}{}",
+                    if spec.trans_b { " (transposed)" } else { "" }
+                ),
             ));
         }
         let (a_batch, b_batch) = (&ad[..ra - 2], &bd[..rb - 2]);
         if !a_batch.is_empty() && !b_batch.is_empty() && a_batch != b_batch {
-            return Err(Error::shape(op, "B (batch axes)", format!("batch axes {a_batch:?} as in A {a}"), b));
+            return Err(Error::shape(
+                op,
+                "B (batch axes)",
+                format!("batch axes {a_batch:?} as in A {a}"),
+                b,
+            ));
         }
         let batch_dims = if a_batch.is_empty() { b_batch } else { a_batch };
         Ok(GemmPlan {
@@ -112,7 +137,11 @@ impl GemmPlan {
 
     /// The shape of `C`: the batch axes, then `[m, n]`.
     pub fn output_shape(&self, a: &Shape, b: &Shape) -> Result<Shape> {
-        let batch = if self.a_batched { &a.dims()[..a.rank() - 2] } else { &b.dims()[..b.rank() - 2] };
+        let batch = if self.a_batched {
+            &a.dims()[..a.rank() - 2]
+        } else {
+            &b.dims()[..b.rank() - 2]
+        };
         let mut dims = batch.to_vec();
         dims.extend([self.m, self.n]);
         Shape::new(dims)

@@ -28,7 +28,12 @@ impl IndexPlan {
             });
         }
         if indices.shape().rank() != 1 {
-            return Err(Error::shape(op, "indices", "rank 1 [count]", indices.shape()));
+            return Err(Error::shape(
+                op,
+                "indices",
+                "rank 1 [count]",
+                indices.shape(),
+            ));
         }
         let (outer, len, inner) = source.split_at_axis(op, axis)?;
         Ok(IndexPlan {
@@ -50,7 +55,13 @@ impl IndexPlan {
 
 /// `y = x` with slices `indices[j]` along `axis` stacked; `y`'s axis has `count` entries.
 /// An index outside `[0, len)` is an error that names it (the backend checks).
-pub fn index_select(be: &dyn Backend, x: &Tensor, axis: usize, indices: &Tensor, y: &mut Tensor) -> Result<()> {
+pub fn index_select(
+    be: &dyn Backend,
+    x: &Tensor,
+    axis: usize,
+    indices: &Tensor,
+    y: &mut Tensor,
+) -> Result<()> {
     let op = "index_select";
     let plan = IndexPlan::new(op, x.shape(), axis, indices)?;
     check_f32_on(op, be, &[("x", x), ("y", y)])?;
@@ -60,7 +71,13 @@ pub fn index_select(be: &dyn Backend, x: &Tensor, axis: usize, indices: &Tensor,
 }
 
 /// `dst[.., indices[j], ..] += src[.., j, ..]` along `axis`; repeated indices add up.
-pub fn index_add(be: &dyn Backend, src: &Tensor, axis: usize, indices: &Tensor, dst: &mut Tensor) -> Result<()> {
+pub fn index_add(
+    be: &dyn Backend,
+    src: &Tensor,
+    axis: usize,
+    indices: &Tensor,
+    dst: &mut Tensor,
+) -> Result<()> {
     let op = "index_add";
     let plan = IndexPlan::new(op, dst.shape(), axis, indices)?;
     check_f32_on(op, be, &[("src", src), ("dst", dst)])?;

@@ -28,7 +28,12 @@ pub fn softmax_cross_entropy(
     let op = "softmax_cross_entropy";
     check_f32_on(op, be, &[("logits", logits), ("losses", losses)])?;
     if logits.shape().rank() != 2 {
-        return Err(Error::shape(op, "logits", "rank 2 [N, classes]", logits.shape()));
+        return Err(Error::shape(
+            op,
+            "logits",
+            "rank 2 [N, classes]",
+            logits.shape(),
+        ));
     }
     let (n, classes) = (logits.dims()[0], logits.dims()[1]);
     check_device(op, "labels", be, labels)?;
@@ -43,15 +48,27 @@ pub fn softmax_cross_entropy(
     check_shape(op, "labels", labels, &Shape::new([n])?)?;
     check_shape(op, "losses", losses, &Shape::new([n])?)?;
     if !(0.0..1.0).contains(&smoothing) {
-        return Err(Error::invalid(op, format!("label smoothing must be in [0, 1), got {smoothing}")));
+        return Err(Error::invalid(
+            op,
+            format!("label smoothing must be in [0, 1), got {smoothing}"),
+        ));
     }
     if classes == 0 && n > 0 {
-        return Err(Error::shape(op, "logits", "at least one class", logits.shape()));
+        return Err(Error::shape(
+            op,
+            "logits",
+            "at least one class",
+            logits.shape(),
+        ));
     }
     if let Some(d) = &dlogits {
         check_f32_on(op, be, &[("dlogits", d)])?;
         check_shape(op, "dlogits", d, logits.shape())?;
     }
-    let plan = CrossEntropyPlan { n, classes, smoothing };
+    let plan = CrossEntropyPlan {
+        n,
+        classes,
+        smoothing,
+    };
     be.softmax_cross_entropy(&plan, logits, labels, grad_scale, losses, dlogits)
 }

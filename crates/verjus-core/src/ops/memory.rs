@@ -11,7 +11,10 @@ pub fn zeros(be: &dyn Backend, shape: &Shape, dtype: DType) -> Result<Tensor> {
 /// Copies a host tensor to the backend's device.
 pub fn upload(be: &dyn Backend, host: &Tensor) -> Result<Tensor> {
     if host.device() != crate::Device::Cpu {
-        return Err(Error::invalid("upload", format!("source lives on {}, not the host", host.device())));
+        return Err(Error::invalid(
+            "upload",
+            format!("source lives on {}, not the host", host.device()),
+        ));
     }
     be.upload(host)
 }

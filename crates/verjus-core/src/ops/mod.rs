@@ -91,9 +91,20 @@ pub(crate) fn check_f32_on(op: &str, be: &dyn Backend, operands: &[(&str, &Tenso
 }
 
 /// Fails unless `t` has rank `rank`; `layout` names the axes for the message.
-pub(crate) fn check_rank(op: &str, what: &str, t: &Tensor, rank: usize, layout: &str) -> Result<()> {
+pub(crate) fn check_rank(
+    op: &str,
+    what: &str,
+    t: &Tensor,
+    rank: usize,
+    layout: &str,
+) -> Result<()> {
     if t.shape().rank() != rank {
-        return Err(Error::shape(op, what, format!("rank {rank} {layout}"), t.shape()));
+        return Err(Error::shape(
+            op,
+            what,
+            format!("rank {rank} {layout}"),
+            t.shape(),
+        ));
     }
     Ok(())
 }

@@ -57,7 +57,10 @@ pub fn sgd_update(
         return Err(Error::invalid(op, "momentum needs a velocity buffer"));
     }
     if hp.nesterov && (hp.momentum <= 0.0 || hp.dampening != 0.0) {
-        return Err(Error::invalid(op, "Nesterov momentum needs momentum > 0 and zero dampening"));
+        return Err(Error::invalid(
+            op,
+            "Nesterov momentum needs momentum > 0 and zero dampening",
+        ));
     }
     if let Some(v) = &velocity {
         check_f32_on(op, be, &[("velocity", v)])?;
@@ -80,9 +83,16 @@ pub fn adam_update(
         return Err(Error::invalid(op, "the step number starts at 1"));
     }
     if !(0.0..1.0).contains(&hp.beta1) || !(0.0..1.0).contains(&hp.beta2) {
-        return Err(Error::invalid(op, format!("betas must be in [0, 1), got ({}, {})", hp.beta1, hp.beta2)));
+        return Err(Error::invalid(
+            op,
+            format!("betas must be in [0, 1), got ({}, {})", hp.beta1, hp.beta2),
+        ));
     }
-    check_f32_on(op, be, &[("param", param), ("grad", grad), ("m", m), ("v", v)])?;
+    check_f32_on(
+        op,
+        be,
+        &[("param", param), ("grad", grad), ("m", m), ("v", v)],
+    )?;
     for (what, t) in [("grad", grad), ("m", &*m), ("v", &*v)] {
         check_shape(op, what, t, param.shape())?;
     }

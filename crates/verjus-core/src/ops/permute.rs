@@ -22,7 +22,10 @@ impl PermutePlan {
         if !valid {
             return Err(Error::invalid(
                 "permute",
-                format!("{perm:?} is not a permutation of the {} axes of {input}", input.rank()),
+                format!(
+                    "{perm:?} is not a permutation of the {} axes of {input}",
+                    input.rank()
+                ),
             ));
         }
         let output = Shape::new(perm.iter().map(|&p| input.dims()[p]).collect::<Vec<_>>())?;

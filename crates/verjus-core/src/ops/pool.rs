@@ -56,12 +56,23 @@ impl Pool2dPlan {
             if p.padding[i] * 2 > p.kernel[i] {
                 return Err(Error::invalid(
                     op,
-                    format!("{axis}: padding {} is more than half the window {}", p.padding[i], p.kernel[i]),
+                    format!(
+                        "{axis}: padding {} is more than half the window {}",
+                        p.padding[i], p.kernel[i]
+                    ),
                 ));
             }
         }
         let d = x.dims();
-        let oh = output_len(op, "height", d[2], p.kernel[0], p.stride[0], p.padding[0], 1)?;
+        let oh = output_len(
+            op,
+            "height",
+            d[2],
+            p.kernel[0],
+            p.stride[0],
+            p.padding[0],
+            1,
+        )?;
         let ow = output_len(op, "width", d[3], p.kernel[1], p.stride[1], p.padding[1], 1)?;
         Ok(Pool2dPlan {
             kind,
@@ -89,7 +100,13 @@ fn name(kind: PoolKind) -> &'static str {
 }
 
 /// `y = pool(x)`.
-pub fn pool2d(be: &dyn Backend, kind: PoolKind, x: &Tensor, params: Pool2dParams, y: &mut Tensor) -> Result<()> {
+pub fn pool2d(
+    be: &dyn Backend,
+    kind: PoolKind,
+    x: &Tensor,
+    params: Pool2dParams,
+    y: &mut Tensor,
+) -> Result<()> {
     let op = name(kind);
     let plan = Pool2dPlan::new(kind, x.shape(), params)?;
     check_f32_on(op, be, &[("input", x), ("output", y)])?;
@@ -111,7 +128,16 @@ pub fn pool2d_backward(
     let op = format!("{}_backward", name(kind));
     check_rank(&op, "input", x, 4, "[N, C, H, W]")?;
     let plan = Pool2dPlan::new(kind, x.shape(), params)?;
-    check_f32_on(&op, be, &[("input", x), ("output", y), ("output gradient", dy), ("input gradient", dx)])?;
+    check_f32_on(
+        &op,
+        be,
+        &[
+            ("input", x),
+            ("output", y),
+            ("output gradient", dy),
+            ("input gradient", dx),
+        ],
+    )?;
     let out = plan.output_shape()?;
     check_shape(&op, "output", y, &out)?;
     check_shape(&op, "output gradient", dy, &out)?;

@@ -46,7 +46,10 @@ impl ReducePlan {
         for &a in axes {
             x.dim(op.name(), a)?;
             if std::mem::replace(&mut reduced[a], true) {
-                return Err(Error::invalid(op.name(), format!("axis {a} is listed twice")));
+                return Err(Error::invalid(
+                    op.name(),
+                    format!("axis {a} is listed twice"),
+                ));
             }
         }
         let keep: Vec<usize> = x
@@ -99,12 +102,21 @@ impl ReducePlan {
 
 /// `y = op over axes of x`; `y` has the reduced axes either kept as 1 or removed.
 /// Max and min over an empty group are errors; sum gives 0 and mean NaN-free 0.
-pub fn reduce(be: &dyn Backend, op: ReduceOp, x: &Tensor, axes: &[usize], y: &mut Tensor) -> Result<()> {
+pub fn reduce(
+    be: &dyn Backend,
+    op: ReduceOp,
+    x: &Tensor,
+    axes: &[usize],
+    y: &mut Tensor,
+) -> Result<()> {
     let plan = ReducePlan::new(op, x.shape(), axes)?;
     check_f32_on(op.name(), be, &[("x", x), ("y", y)])?;
     plan.check_output("y", y)?;
     if plan.group == 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) && y.numel() > 0 {
-        return Err(Error::invalid(op.name(), format!("reduction over an empty axis of {}", x.shape())));
+        return Err(Error::invalid(
+            op.name(),
+            format!("reduction over an empty axis of {}", x.shape()),
+        ));
     }
     be.reduce(&plan, x, y)
 }
@@ -170,7 +182,10 @@ pub fn argmax(be: &dyn Backend, x: &Tensor, axis: usize, y: &mut Tensor) -> Resu
     check_dtype(op, "y", y, DType::I64)?;
     check_shape(op, "y", y, &plan.squeezed())?;
     if plan.len == 0 && y.numel() > 0 {
-        return Err(Error::invalid(op, format!("argmax over an empty axis of {}", x.shape())));
+        return Err(Error::invalid(
+            op,
+            format!("argmax over an empty axis of {}", x.shape()),
+        ));
     }
     be.argmax(&plan, x, y)
 }
