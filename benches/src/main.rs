@@ -1,1 +1,109 @@
-fn main() {}
+//! `verjus-bench`: times verjus ops on the native CPU backend and prints one JSON
+//! object per line, for `benches/run.py` to compare with numpy and PyTorch.
+//!
+//! ```text
+//! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--list]
+//! ```
+//!
+//! Each line holds the workload's `name`, its parameters (`op` and sizes, see
+//! [`workloads::Workload::describe`]) and `flops`, then either the timing
+//! (`median_ms`, `min_ms`, `samples`, `calls_per_sample`) or an `error` message,
+//! e.g. for an op the backend does not support. Threads come from rayon's global
+//! pool: set `RAYON_NUM_THREADS` to fix their number.
+
+mod timing;
+mod workloads;
+
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+/// Command-line options.
+struct Options {
+    samples: usize,
+    warmup: usize,
+    filter: Option<String>,
+    list: bool,
+}
+
+const USAGE: &str = "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--list]";
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+    let mut opts = Options {
+        samples: 10,
+        warmup: 2,
+        filter: None,
+        list: false,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--samples" => opts.samples = parse_count("--samples", &value("--samples")?)?,
+            "--warmup" => opts.warmup = parse_count("--warmup", &value("--warmup")?)?,
+            "--filter" => opts.filter = Some(value("--filter")?),
+            "--list" => opts.list = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_count(name: &str, text: &str) -> Result<usize, String> {
+    match text.parse() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{name} needs a positive integer, got {text:?}")),
+    }
+}
+
+/// The JSON line of one workload: its description, then the timing or the error.
+fn run(workload: &workloads::Workload, opts: &Options) -> Value {
+    let mut line = json!({"name": workload.name, "flops": workload.flops()});
+    merge(&mut line, workload.describe());
+    if opts.list {
+        return line;
+    }
+    let be = verjus_native::backend();
+    let result = workload
+        .prepare(be.clone())
+        .and_then(|mut f| timing::measure(&*be, &mut f, opts.warmup, opts.samples));
+    merge(
+        &mut line,
+        match result {
+            Ok(t) => json!({"median_ms": t.median_ms, "min_ms": t.min_ms,
+                            "samples": t.samples, "calls_per_sample": t.calls_per_sample}),
+            Err(e) => json!({"error": e.to_string()}),
+        },
+    );
+    line
+}
+
+/// Adds the fields of the object `extra` to the object `line`.
+fn merge(line: &mut Value, extra: Value) {
+    if let (Value::Object(line), Value::Object(extra)) = (line, extra) {
+        line.extend(extra);
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args(std::env::args().skip(1)) {
+        Ok(opts) => opts,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("verjus-bench: {msg}");
+            }
+            eprintln!("{USAGE}");
+            return if msg.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    let selected = workloads::all()
+        .into_iter()
+        .filter(|w| opts.filter.as_ref().is_none_or(|f| w.name.contains(f)));
+    for workload in selected {
+        println!("{}", run(&workload, &opts));
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,256 @@
+"""Benchmarks verjus against numpy and PyTorch on the same workloads.
+
+Builds and runs ``verjus-bench`` (benches/src/main.rs), which times each workload
+on the native CPU backend and describes it (op and sizes) in JSON lines; then
+times the same workloads in numpy (GEMM only) and, where it is importable,
+PyTorch (GEMM and conv2d forward / forward+backward through autograd), all with
+the same number of threads. Prints one table; ``--markdown FILE`` also writes it
+as Markdown with the machine and the date, for BENCHMARKS.md.
+
+Ratios are verjus time / other time: below 1 verjus is faster. A workload
+verjus cannot run (e.g. an unsupported op) shows "error" and its message below
+the table.
+
+    python benches/run.py [--quick] [--threads N] [--filter SUBSTRING] [--markdown FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MIN_SAMPLE_S = 0.01  # fast ops repeat within a sample until it lasts this long
+IDLE_PAUSE_S = 0.5  # lets the worker threads of the previous library fall asleep
+THREAD_VARS = ("RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer samples (3 instead of 10)")
+    p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
+    p.add_argument("--filter", default=None, help="only workloads whose name contains this")
+    p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    return p.parse_args()
+
+
+def build_bench() -> Path:
+    """Builds verjus-bench in release mode and returns the executable's path."""
+    cmd = ["cargo", "build", "--release", "-p", "verjus-benches", "--message-format=json"]
+    print("==> " + " ".join(cmd[:-1]), file=sys.stderr)
+    out = subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "verjus-bench":
+            return Path(msg["executable"])
+    raise SystemExit("cargo build reported no verjus-bench executable")
+
+
+def run_verjus(exe: Path, samples: int, warmup: int, name_filter: str | None) -> list[dict]:
+    """Runs verjus-bench and returns its records (one per workload)."""
+    cmd = [str(exe), "--samples", str(samples), "--warmup", str(warmup)]
+    if name_filter:
+        cmd += ["--filter", name_filter]
+    print("==> " + " ".join(cmd), file=sys.stderr)
+    proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"verjus-bench failed with exit status {proc.returncode}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def measure(f: Callable[[], object], samples: int, warmup: int) -> float:
+    """Median milliseconds per call of ``f``, timed as verjus-bench times its ops."""
+    once = 0.0
+    for _ in range(max(warmup, 1)):
+        start = time.perf_counter()
+        f()
+        once = time.perf_counter() - start
+    calls = max(1, min(10_000, math.ceil(MIN_SAMPLE_S / max(once, 1e-9))))
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        for _ in range(calls):
+            f()
+        times.append((time.perf_counter() - start) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def numpy_workload(np, rec: dict) -> Callable[[], object] | None:
+    """The workload as a numpy call, or None where numpy has no such op."""
+    if rec["op"] != "gemm":
+        return None
+    rng = np.random.default_rng(0)
+    m, n, k = rec["m"], rec["n"], rec["k"]
+    a = rng.standard_normal((k, m) if rec["trans_a"] else (m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if rec["trans_b"] else (k, n), dtype=np.float32)
+    a_op = a.T if rec["trans_a"] else a
+    b_op = b.T if rec["trans_b"] else b
+    return lambda: a_op @ b_op
+
+
+def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
+    """The workload in PyTorch; conv backward goes through autograd."""
+    gen = torch.Generator().manual_seed(0)
+
+    def randn(*shape, grad=False):
+        return torch.randn(*shape, generator=gen).requires_grad_(grad)
+
+    if rec["op"] == "gemm":
+        m, n, k = rec["m"], rec["n"], rec["k"]
+        a = randn(k, m).T if rec["trans_a"] else randn(m, k)
+        b = randn(n, k).T if rec["trans_b"] else randn(k, n)
+        return lambda: torch.matmul(a, b)
+    if rec["op"] == "conv2d":
+        size, pad, kernel = rec["size"], rec["pad"], rec["kernel"]
+        out = size + 2 * pad - kernel + 1
+        grad = rec["backward"]
+        x = randn(rec["batch"], rec["c_in"], size, size, grad=grad)
+        w = randn(rec["c_out"], rec["c_in"], kernel, kernel, grad=grad)
+        bias = randn(rec["c_out"], grad=grad)
+        dy = randn(rec["batch"], rec["c_out"], out, out)
+        conv = torch.nn.functional.conv2d
+        if not grad:
+            return lambda: conv(x, w, bias, padding=pad)
+        return lambda: torch.autograd.grad(conv(x, w, bias, padding=pad), (x, w, bias), dy)
+    return None
+
+
+def import_optional(name: str):
+    """The module, or None when it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def gflops(rec: dict, ms: float | None) -> float | None:
+    return None if ms is None else rec["flops"] / (ms * 1e6)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a / b
+
+
+def table_rows(records: list[dict]) -> list[list[str]]:
+    rows = []
+    for rec in records:
+        v, npy, tch = rec.get("median_ms"), rec.get("numpy_ms"), rec.get("torch_ms")
+        rows.append(
+            [
+                rec["name"],
+                "error" if "error" in rec else fmt(v),
+                fmt(npy),
+                fmt(tch),
+                fmt(ratio(v, npy), 2),
+                fmt(ratio(v, tch), 2),
+                fmt(gflops(rec, v)),
+                fmt(gflops(rec, npy)),
+                fmt(gflops(rec, tch)),
+            ]
+        )
+    return rows
+
+
+HEADER = [
+    "workload",
+    "verjus ms",
+    "numpy ms",
+    "torch ms",
+    "verjus/numpy",
+    "verjus/torch",
+    "verjus GFLOP/s",
+    "numpy GFLOP/s",
+    "torch GFLOP/s",
+]
+
+
+def text_table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+
+    def line(r):
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+
+    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def markdown_table(rows: list[list[str]], context: str) -> str:
+    out = [
+        context,
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|",
+    ]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> None:
+    args = parse_args()
+    for var in THREAD_VARS:  # before numpy or torch start their thread pools
+        os.environ[var] = str(args.threads)
+    samples, warmup = (3, 1) if args.quick else (10, 2)
+
+    records = run_verjus(build_bench(), samples, warmup, args.filter)
+    libs = {"numpy": (import_optional("numpy"), numpy_workload)}
+    torch = import_optional("torch")
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    libs["torch"] = (torch, torch_workload)
+    # One library at a time, with a pause between: idle OpenMP / OpenBLAS workers
+    # spin for a while after each call and would starve the next library's threads.
+    for lib, (module, workload) in libs.items():
+        time.sleep(IDLE_PAUSE_S)
+        for rec in records:
+            f = workload(module, rec) if module is not None else None
+            if f is not None:
+                print(f"==> {lib}: {rec['name']}", file=sys.stderr)
+                rec[f"{lib}_ms"] = measure(f, samples, warmup)
+
+    versions = ", ".join(
+        f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
+    )
+    mode = "quick" if args.quick else "full"
+    context = (
+        f"{datetime.date.today()}, {cpu_name()}, {args.threads} threads, "
+        f"{mode} run ({samples} samples); {versions or 'no numpy/torch'}"
+    )
+    rows = table_rows(records)
+    print(f"\n{context}\n\n{text_table(rows)}")
+    for rec in records:
+        if "error" in rec:
+            print(f"error in {rec['name']}: {rec['error']}")
+    if args.markdown:
+        args.markdown.write_text(markdown_table(rows, context))
+        print(f"\nwrote {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+//! Timing: warm-up calls, then the median of several samples.
+//!
+//! Fast ops are repeated within a sample so that each sample lasts at least
+//! [`MIN_SAMPLE`]; a sample's time is divided by its number of calls.
+
+use std::time::{Duration, Instant};
+use verjus_core::{Backend, Result};
+
+/// The shortest sample worth timing.
+pub const MIN_SAMPLE: Duration = Duration::from_millis(10);
+
+/// Times of one workload, in milliseconds per call.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub samples: usize,
+    pub calls_per_sample: usize,
+}
+
+/// Runs `f` `warmup` times (at least once, which also sizes the samples), then
+/// `samples` timed samples. The first error ends the measurement.
+pub fn measure(
+    be: &dyn Backend,
+    f: &mut dyn FnMut() -> Result<()>,
+    warmup: usize,
+    samples: usize,
+) -> Result<Timing> {
+    let mut once = Duration::ZERO;
+    for _ in 0..warmup.max(1) {
+        let start = Instant::now();
+        f()?;
+        be.synchronize()?;
+        once = start.elapsed();
+    }
+    let calls = (MIN_SAMPLE.as_secs_f64() / once.as_secs_f64().max(1e-9)).ceil() as usize;
+    let calls = calls.clamp(1, 10_000);
+    let mut times: Vec<f64> = Vec::with_capacity(samples);
+    for _ in 0..samples.max(1) {
+        let start = Instant::now();
+        for _ in 0..calls {
+            f()?;
+        }
+        be.synchronize()?;
+        times.push(start.elapsed().as_secs_f64() * 1e3 / calls as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(Timing {
+        median_ms: median(&times),
+        min_ms: times[0],
+        samples: times.len(),
+        calls_per_sample: calls,
+    })
+}
+
+/// The median of sorted, non-empty values.
+fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(median(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+    }
+}

@@ -1,0 +1,220 @@
+//! The named workloads: what each computes, its FLOP count, its parameters as
+//! JSON (so `run.py` can run the same workload in numpy and PyTorch), and how to
+//! prepare it on a backend.
+
+use serde_json::{json, Value};
+use verjus_core::ops::{self, Conv2dParams, GemmSpec};
+use verjus_core::{Backend, BackendRef, DType, Result, Shape, Tensor};
+
+/// One operation at fixed sizes.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// `C[m, n] = op(A) @ op(B)`; `A` is stored `[k, m]` when `trans_a`, `B` is
+    /// stored `[n, k]` when `trans_b`.
+    Gemm {
+        m: usize,
+        n: usize,
+        k: usize,
+        trans_a: bool,
+        trans_b: bool,
+    },
+    /// `y = conv2d(x [batch, c_in, size, size], w [c_out, c_in, kernel, kernel]) + bias`
+    /// with stride 1 and zero padding `pad`; with `backward`, also the gradients wrt
+    /// the input, the filter and the bias.
+    Conv2d {
+        batch: usize,
+        c_in: usize,
+        size: usize,
+        c_out: usize,
+        kernel: usize,
+        pad: usize,
+        backward: bool,
+    },
+}
+
+/// A named [`Op`].
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub op: Op,
+}
+
+/// A prepared workload: one call runs the op once on buffers allocated up front.
+pub type Runner = Box<dyn FnMut() -> Result<()>>;
+
+fn gemm(name: &str, m: usize, k: usize, n: usize, trans_a: bool, trans_b: bool) -> Workload {
+    Workload {
+        name: name.into(),
+        op: Op::Gemm {
+            m,
+            n,
+            k,
+            trans_a,
+            trans_b,
+        },
+    }
+}
+
+fn conv(name: &str, c_in: usize, size: usize, c_out: usize, backward: bool) -> Workload {
+    Workload {
+        name: name.into(),
+        op: Op::Conv2d {
+            batch: 128,
+            c_in,
+            size,
+            c_out,
+            kernel: 3,
+            pad: 1,
+            backward,
+        },
+    }
+}
+
+/// Every workload, in the order they are reported.
+///
+/// The MLP shapes are those of a 784-512-512-10 network at batch 128 with
+/// `y = x @ W` (`W` stored `[in, out]`): forward `x @ W`, backward
+/// `dx = dy @ W^T` and `dW = x^T @ dy` (the first layer needs no `dx`). The
+/// convolutions are the two layers of the Fashion-MNIST CNN at batch 128.
+pub fn all() -> Vec<Workload> {
+    vec![
+        gemm("gemm_256", 256, 256, 256, false, false),
+        gemm("gemm_1024", 1024, 1024, 1024, false, false),
+        gemm("gemm_2048", 2048, 2048, 2048, false, false),
+        gemm("mlp_fwd_784x512", 128, 784, 512, false, false),
+        gemm("mlp_fwd_512x512", 128, 512, 512, false, false),
+        gemm("mlp_fwd_512x10", 128, 512, 10, false, false),
+        gemm("mlp_bwd_dx_10x512", 128, 10, 512, false, true),
+        gemm("mlp_bwd_dx_512x512", 128, 512, 512, false, true),
+        gemm("mlp_bwd_dw_512x10", 512, 128, 10, true, false),
+        gemm("mlp_bwd_dw_512x512", 512, 128, 512, true, false),
+        gemm("mlp_bwd_dw_784x512", 784, 128, 512, true, false),
+        conv("conv1_fwd_1x32_28", 1, 28, 32, false),
+        conv("conv1_fwdbwd_1x32_28", 1, 28, 32, true),
+        conv("conv2_fwd_32x64_14", 32, 14, 64, false),
+        conv("conv2_fwdbwd_32x64_14", 32, 14, 64, true),
+    ]
+}
+
+impl Workload {
+    /// Floating-point operations of one run (multiply-adds count two; the bias
+    /// terms are left out).
+    pub fn flops(&self) -> f64 {
+        match self.op {
+            Op::Gemm { m, n, k, .. } => 2.0 * (m * n * k) as f64,
+            Op::Conv2d {
+                batch,
+                c_in,
+                size,
+                c_out,
+                kernel,
+                pad,
+                backward,
+            } => {
+                let out = size + 2 * pad - kernel + 1;
+                let forward = 2.0 * (batch * c_out * out * out * c_in * kernel * kernel) as f64;
+                // Data and filter gradients each cost as much as the forward pass.
+                if backward {
+                    3.0 * forward
+                } else {
+                    forward
+                }
+            }
+        }
+    }
+
+    /// The op and its sizes, as `run.py` reads them.
+    pub fn describe(&self) -> Value {
+        match self.op {
+            Op::Gemm {
+                m,
+                n,
+                k,
+                trans_a,
+                trans_b,
+            } => json!({"op": "gemm", "m": m, "n": n, "k": k,
+                        "trans_a": trans_a, "trans_b": trans_b}),
+            Op::Conv2d {
+                batch,
+                c_in,
+                size,
+                c_out,
+                kernel,
+                pad,
+                backward,
+            } => json!({"op": "conv2d", "batch": batch, "c_in": c_in, "size": size,
+                        "c_out": c_out, "kernel": kernel, "pad": pad, "backward": backward}),
+        }
+    }
+
+    /// Allocates the operands on `be` and returns the op as a callable.
+    pub fn prepare(&self, be: BackendRef) -> Result<Runner> {
+        let dev = &*be;
+        match self.op {
+            Op::Gemm {
+                m,
+                n,
+                k,
+                trans_a,
+                trans_b,
+            } => {
+                let a = filled(dev, if trans_a { [k, m] } else { [m, k] }, 1)?;
+                let b = filled(dev, if trans_b { [n, k] } else { [k, n] }, 2)?;
+                let mut c = ops::zeros(dev, &Shape::new([m, n])?, DType::F32)?;
+                let spec = GemmSpec::new(trans_a, trans_b);
+                Ok(Box::new(move || ops::gemm(&*be, &a, &b, &mut c, spec)))
+            }
+            Op::Conv2d {
+                batch,
+                c_in,
+                size,
+                c_out,
+                kernel,
+                pad,
+                backward,
+            } => {
+                let params = Conv2dParams {
+                    padding: [pad, pad],
+                    ..Conv2dParams::default()
+                };
+                let out = size + 2 * pad - kernel + 1;
+                let x = filled(dev, [batch, c_in, size, size], 3)?;
+                let w = filled(dev, [c_out, c_in, kernel, kernel], 4)?;
+                let bias = filled(dev, [c_out], 5)?;
+                let dy = filled(dev, [batch, c_out, out, out], 6)?;
+                let mut y = ops::zeros(dev, dy.shape(), DType::F32)?;
+                let mut dx = ops::zeros(dev, x.shape(), DType::F32)?;
+                let mut dw = ops::zeros(dev, w.shape(), DType::F32)?;
+                let mut db = ops::zeros(dev, bias.shape(), DType::F32)?;
+                Ok(Box::new(move || {
+                    let be = &*be;
+                    ops::conv2d(be, &x, &w, Some(&bias), params, &mut y)?;
+                    if backward {
+                        ops::conv2d_backward_data(be, &dy, &w, params, &mut dx)?;
+                        ops::conv2d_backward_filter(be, &x, &dy, params, &mut dw)?;
+                        ops::conv2d_backward_bias(be, &dy, &mut db)?;
+                    }
+                    Ok(())
+                }))
+            }
+        }
+    }
+}
+
+/// A tensor of the given shape with values in [-1, 1) from a small
+/// deterministic generator (filled on the host, then uploaded).
+fn filled(be: &dyn Backend, dims: impl Into<Vec<usize>>, seed: u64) -> Result<Tensor> {
+    let shape = Shape::new(dims)?;
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let data = (0..shape.numel())
+        .map(|_| {
+            // xorshift64*: plenty for benchmark inputs.
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            let bits = state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
+            bits as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    ops::upload(be, &Tensor::from_vec(shape.dims().to_vec(), data)?)
+}
