@@ -214,6 +214,9 @@ def cpu_name() -> str:
 
 def main() -> None:
     args = parse_args()
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f}: other processes will distort the timings")
     for var in THREAD_VARS:  # before numpy or torch start their thread pools
         os.environ[var] = str(args.threads)
     samples, warmup = (3, 1) if args.quick else (10, 2)
