@@ -1,1 +1,136 @@
-//! conformance
+//! verjus-conformance: the suite every verjus backend must pass.
+//!
+//! A backend is only as trustworthy as the tests that pin down its semantics, and
+//! the CPU and CUDA backends must agree with each other and with the documented
+//! meaning of each op. This crate holds that meaning in executable form:
+//!
+//! - [`reference`](mod@reference): naive, obviously-correct implementations of every op in
+//!   `verjus_core::ops` on plain host arrays (validated by hand-worked unit tests);
+//! - [`checks`]: one function per op that runs the backend through the validated
+//!   `ops` API on awkward shapes (1, primes, non-multiples of SIMD widths, empty
+//!   batches) and compares with the reference under a documented [`Tolerance`];
+//! - [`gradcheck`]: every backward op against central finite differences of its
+//!   forward op, computed through the backend itself;
+//! - [`errors`]: invalid shapes, dtypes, indices, axes, arguments and devices give
+//!   an error naming the op, never a panic;
+//! - [`proptests`]: random (mostly invalid) shapes for every op never panic.
+//!
+//! A backend crate runs everything with one line in a test file:
+//!
+//! ```ignore
+//! verjus_conformance::conformance_suite!(verjus_native::backend());
+//! ```
+//!
+//! `cargo test -p verjus-native --test conformance` then reports one test per
+//! check. `cargo test -p verjus-conformance` tests the suite itself: the
+//! references against hand-worked examples, and (in `tests/reference_backend.rs`)
+//! a backend made of the references, which must pass every check, and copies of
+//! it with planted bugs, which must fail the checks meant to catch them.
+
+pub mod array;
+pub mod checks;
+pub mod compare;
+pub mod errors;
+pub mod gradcheck;
+pub mod inputs;
+pub mod proptests;
+pub mod reference;
+pub mod transfer;
+
+pub use compare::Tolerance;
+pub use verjus_core::BackendRef;
+
+/// Expands, in a backend's test file, to one `#[test]` per check, each named
+/// after what it checks (`gemm`, `conv2d_backward_filter`, `gradcheck_conv2d`,
+/// `errors_wrong_shapes`, `no_panic_on_any_shape`, ...). The argument is an
+/// expression that makes the backend (a [`BackendRef`]); every test evaluates it.
+///
+/// ```ignore
+/// verjus_conformance::conformance_suite!(verjus_native::backend());
+/// ```
+#[macro_export]
+macro_rules! conformance_suite {
+    ($make_backend:expr) => {
+        $crate::__conformance_tests! {
+            $make_backend;
+            fill => $crate::checks::fill,
+            cast => $crate::checks::cast,
+            copy => $crate::checks::copy,
+            random_uniform => $crate::checks::random_uniform,
+            random_normal => $crate::checks::random_normal,
+            gemm => $crate::checks::gemm,
+            unary => $crate::checks::unary,
+            unary_backward => $crate::checks::unary_backward,
+            binary => $crate::checks::binary,
+            binary_backward => $crate::checks::binary_backward,
+            reduce => $crate::checks::reduce,
+            reduce_backward => $crate::checks::reduce_backward,
+            argmax => $crate::checks::argmax,
+            softmax => $crate::checks::softmax,
+            log_softmax => $crate::checks::log_softmax,
+            softmax_backward => $crate::checks::softmax_backward,
+            log_softmax_backward => $crate::checks::log_softmax_backward,
+            conv2d => $crate::checks::conv2d,
+            conv2d_backward_data => $crate::checks::conv2d_backward_data,
+            conv2d_backward_filter => $crate::checks::conv2d_backward_filter,
+            conv2d_backward_bias => $crate::checks::conv2d_backward_bias,
+            max_pool2d => $crate::checks::max_pool2d,
+            avg_pool2d => $crate::checks::avg_pool2d,
+            max_pool2d_backward => $crate::checks::max_pool2d_backward,
+            avg_pool2d_backward => $crate::checks::avg_pool2d_backward,
+            dropout => $crate::checks::dropout,
+            dropout_backward => $crate::checks::dropout_backward,
+            index_select => $crate::checks::index_select,
+            index_add => $crate::checks::index_add,
+            concat => $crate::checks::concat,
+            split => $crate::checks::split,
+            permute => $crate::checks::permute,
+            sgd_update => $crate::checks::sgd_update,
+            adam_update => $crate::checks::adam_update,
+            softmax_cross_entropy => $crate::checks::softmax_cross_entropy,
+            gradcheck_unary => $crate::gradcheck::unary,
+            gradcheck_binary => $crate::gradcheck::binary,
+            gradcheck_reduce => $crate::gradcheck::reduce,
+            gradcheck_softmax => $crate::gradcheck::softmax,
+            gradcheck_log_softmax => $crate::gradcheck::log_softmax,
+            gradcheck_conv2d => $crate::gradcheck::conv2d,
+            gradcheck_max_pool2d => $crate::gradcheck::max_pool2d,
+            gradcheck_avg_pool2d => $crate::gradcheck::avg_pool2d,
+            gradcheck_dropout => $crate::gradcheck::dropout,
+            gradcheck_index_select => $crate::gradcheck::index_select,
+            gradcheck_concat => $crate::gradcheck::concat,
+            gradcheck_permute => $crate::gradcheck::permute,
+            gradcheck_softmax_cross_entropy => $crate::gradcheck::softmax_cross_entropy,
+            gradcheck_gemm => $crate::gradcheck::gemm,
+            errors_wrong_shapes => $crate::errors::wrong_shapes,
+            errors_wrong_dtypes => $crate::errors::wrong_dtypes,
+            errors_out_of_range_indices => $crate::errors::out_of_range_indices,
+            errors_bad_axes => $crate::errors::bad_axes,
+            errors_invalid_arguments => $crate::errors::invalid_arguments,
+            errors_foreign_devices => $crate::errors::foreign_devices,
+            no_panic_on_any_shape => $crate::proptests::no_panic_on_any_shape,
+        }
+    };
+}
+
+/// The expansion of [`conformance_suite!`]: one test per `name => check`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($make_backend:expr; $($name:ident => $check:path,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let backend: $crate::BackendRef = $make_backend;
+                $crate::expect_pass(stringify!($name), &*backend, $check(&*backend));
+            }
+        )*
+    };
+}
+
+/// Panics with the report when a check failed; the macro's tests call this.
+pub fn expect_pass(check: &str, backend: &dyn verjus_core::Backend, outcome: Result<(), String>) {
+    if let Err(report) = outcome {
+        panic!("{check} failed on the {} backend: {report}", backend.name());
+    }
+}

@@ -1,0 +1,254 @@
+//! Checks of the unary ops, the broadcasting binary ops, and their gradients.
+//! Tolerance: `Tolerance::ELEMENTWISE` (a few ulps of a device's `exp`, `erf`, ...).
+
+use crate::array::Array;
+use crate::compare::{close, every_case, Tolerance};
+use crate::inputs::{away_from_zero, quantized, uniform};
+use crate::reference::elementwise as reference;
+use crate::transfer::{get, put, zeros, Context};
+use verjus_core::ops::{self, BinaryOp, UnaryOp};
+use verjus_core::{Backend, DType};
+
+/// Every unary op, with parameters for the parametrised ones.
+pub(crate) const UNARY_OPS: [UnaryOp; 17] = [
+    UnaryOp::Neg,
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Sqrt,
+    UnaryOp::Rsqrt,
+    UnaryOp::Abs,
+    UnaryOp::Square,
+    UnaryOp::Recip,
+    UnaryOp::Relu,
+    UnaryOp::Sigmoid,
+    UnaryOp::Tanh,
+    UnaryOp::Gelu,
+    UnaryOp::Scale(-2.5),
+    UnaryOp::AddScalar(0.75),
+    UnaryOp::Powf(3.0),
+    UnaryOp::Powf(0.5),
+    UnaryOp::Powf(-1.5),
+];
+
+/// Every binary op.
+pub(crate) const BINARY_OPS: [BinaryOp; 13] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Max,
+    BinaryOp::Min,
+    BinaryOp::Pow,
+    BinaryOp::Eq,
+    BinaryOp::Ne,
+    BinaryOp::Lt,
+    BinaryOp::Le,
+    BinaryOp::Gt,
+    BinaryOp::Ge,
+];
+
+const UNARY_SHAPES: [&[usize]; 11] = [
+    &[],
+    &[1],
+    &[7],
+    &[13, 1],
+    &[17],
+    &[33],
+    &[65],
+    &[3, 31],
+    &[0],
+    &[2, 0, 3],
+    &[5, 13, 3],
+];
+
+/// `(a, b)` shape pairs: equal shapes, scalars, and broadcasting both ways.
+const BINARY_SHAPES: [(&[usize], &[usize]); 11] = [
+    (&[], &[]),
+    (&[1], &[7]),
+    (&[7], &[7]),
+    (&[13, 17], &[13, 17]),
+    (&[3, 1, 5], &[4, 1]),
+    (&[], &[33]),
+    (&[65], &[3, 65]),
+    (&[2, 0, 3], &[3]),
+    (&[0], &[1]),
+    (&[5, 1], &[1, 6]),
+    (&[17, 1, 2], &[1, 31, 1]),
+];
+
+/// An input inside the op's domain. Outside domains the result is NaN or inf
+/// and says nothing about a kernel; zeros are included where the op is defined
+/// there (relu and abs have a convention at 0).
+pub(crate) fn unary_input(op: UnaryOp, seed: u64, dims: &[usize]) -> Array {
+    let positive = match op {
+        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => true,
+        // A fractional power of a negative base is NaN.
+        UnaryOp::Powf(p) => p.fract() != 0.0 || p < 0.0,
+        _ => false,
+    };
+    if positive {
+        uniform(seed, dims, 0.1, 4.0)
+    } else if op == UnaryOp::Recip {
+        away_from_zero(seed, dims, 0.1, 4.0)
+    } else {
+        let mut x = uniform(seed, dims, -4.0, 4.0);
+        x.data.iter_mut().step_by(7).for_each(|v| *v = 0.0);
+        x
+    }
+}
+
+/// Operands in the op's domain: ties for comparisons, max and min; a positive
+/// base for pow; a divisor away from zero for div.
+pub(crate) fn binary_inputs(op: BinaryOp, seed: u64, a: &[usize], b: &[usize]) -> (Array, Array) {
+    match op {
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => {
+            (uniform(seed, a, -2.0, 2.0), uniform(seed + 1, b, -2.0, 2.0))
+        }
+        BinaryOp::Div => (
+            uniform(seed, a, -2.0, 2.0),
+            away_from_zero(seed + 1, b, 0.25, 2.0),
+        ),
+        BinaryOp::Pow => (uniform(seed, a, 0.1, 3.0), uniform(seed + 1, b, -2.0, 2.0)),
+        _ => (quantized(seed, a, 4, 0.5), quantized(seed + 1, b, 4, 0.5)),
+    }
+}
+
+/// `ops::unary` for every op on every shape.
+pub fn unary(be: &dyn Backend) -> Result<(), String> {
+    let cases = UNARY_OPS
+        .iter()
+        .flat_map(|&op| UNARY_SHAPES.iter().map(move |&s| (op, s)));
+    every_case(cases, |(op, dims)| {
+        let what = format!("{} ({op:?}) {dims:?}", op.name());
+        let x = unary_input(op, 1, dims);
+        let tx = put(be, &what, &x)?;
+        let mut ty = zeros(be, &what, dims, DType::F32)?;
+        ops::unary(be, op, &tx, &mut ty).context(&what)?;
+        let expected = reference::unary(op, &x);
+        close(
+            &what,
+            dims,
+            &expected.data,
+            &get(be, &what, &ty)?,
+            Tolerance::ELEMENTWISE,
+        )
+    })
+}
+
+/// `ops::unary_backward` for every op on every shape (`y` is the exact forward).
+pub fn unary_backward(be: &dyn Backend) -> Result<(), String> {
+    let cases = UNARY_OPS
+        .iter()
+        .flat_map(|&op| UNARY_SHAPES.iter().map(move |&s| (op, s)));
+    every_case(cases, |(op, dims)| {
+        let what = format!("{}_backward ({op:?}) {dims:?}", op.name());
+        let x = unary_input(op, 2, dims);
+        let y = reference::unary(op, &x);
+        let dy = uniform(3, dims, -1.0, 1.0);
+        let (tx, ty, tdy) = (
+            put(be, &what, &x)?,
+            put(be, &what, &y)?,
+            put(be, &what, &dy)?,
+        );
+        let mut tdx = zeros(be, &what, dims, DType::F32)?;
+        ops::unary_backward(be, op, &tx, &ty, &tdy, &mut tdx).context(&what)?;
+        let expected = reference::unary_backward(op, &x, &dy);
+        close(
+            &what,
+            dims,
+            &expected.data,
+            &get(be, &what, &tdx)?,
+            Tolerance::ELEMENTWISE,
+        )
+    })
+}
+
+/// `ops::binary` for every op on every shape pair, both operand orders.
+pub fn binary(be: &dyn Backend) -> Result<(), String> {
+    let cases = BINARY_OPS.iter().flat_map(|&op| {
+        BINARY_SHAPES
+            .iter()
+            .flat_map(move |&(a, b)| [(op, a, b), (op, b, a)])
+    });
+    every_case(cases, |(op, a_dims, b_dims)| {
+        let what = format!("{} {a_dims:?} with {b_dims:?}", op.name());
+        let (a, b) = binary_inputs(op, 4, a_dims, b_dims);
+        let expected = reference::binary(op, &a, &b);
+        let (ta, tb) = (put(be, &what, &a)?, put(be, &what, &b)?);
+        let mut tc = zeros(be, &what, &expected.dims, DType::F32)?;
+        ops::binary(be, op, &ta, &tb, &mut tc).context(&what)?;
+        close(
+            &what,
+            &expected.dims,
+            &expected.data,
+            &get(be, &what, &tc)?,
+            Tolerance::ELEMENTWISE,
+        )
+    })
+}
+
+/// Which gradients a backward call asks for.
+#[derive(Clone, Copy, Debug)]
+enum Wanted {
+    Both,
+    OnlyA,
+    OnlyB,
+}
+
+/// `ops::binary_backward` for every differentiable op on every shape pair,
+/// asking for both gradients, only `da` and only `db`. Ties of max and min send
+/// the gradient to `a`. Gradients are reduced over broadcast axes, so the
+/// tolerance is `Tolerance::REDUCTION`.
+pub fn binary_backward(be: &dyn Backend) -> Result<(), String> {
+    let cases = BINARY_OPS
+        .iter()
+        .filter(|op| op.is_differentiable())
+        .flat_map(|&op| {
+            BINARY_SHAPES.iter().flat_map(move |&(a, b)| {
+                [Wanted::Both, Wanted::OnlyA, Wanted::OnlyB].map(|w| (op, a, b, w))
+            })
+        });
+    every_case(cases, |(op, a_dims, b_dims, wanted)| {
+        let what = format!(
+            "{}_backward {a_dims:?} with {b_dims:?} ({wanted:?})",
+            op.name()
+        );
+        let (a, b) = binary_inputs(op, 5, a_dims, b_dims);
+        let out = reference::binary(op, &a, &b);
+        let dy = uniform(6, &out.dims, -1.0, 1.0);
+        let (ea, eb) = reference::binary_backward(op, &a, &b, &dy);
+        let (ta, tb, tdy) = (
+            put(be, &what, &a)?,
+            put(be, &what, &b)?,
+            put(be, &what, &dy)?,
+        );
+        let mut tda = zeros(be, &what, a_dims, DType::F32)?;
+        let mut tdb = zeros(be, &what, b_dims, DType::F32)?;
+        let (da, db) = match wanted {
+            Wanted::Both => (Some(&mut tda), Some(&mut tdb)),
+            Wanted::OnlyA => (Some(&mut tda), None),
+            Wanted::OnlyB => (None, Some(&mut tdb)),
+        };
+        ops::binary_backward(be, op, &ta, &tb, &tdy, da, db).context(&what)?;
+        let tol = Tolerance::REDUCTION;
+        if !matches!(wanted, Wanted::OnlyB) {
+            close(
+                &format!("{what} da"),
+                a_dims,
+                &ea.data,
+                &get(be, &what, &tda)?,
+                tol,
+            )?;
+        }
+        if !matches!(wanted, Wanted::OnlyA) {
+            close(
+                &format!("{what} db"),
+                b_dims,
+                &eb.data,
+                &get(be, &what, &tdb)?,
+                tol,
+            )?;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,41 @@
+//! One check per op: the backend, called through the validated `verjus_core::ops`
+//! functions, against the [`reference`](crate::reference).
+//!
+//! Every check runs a table of cases chosen to break kernels rather than to look
+//! typical: size 1, primes (7, 13, 31), lengths that are not multiples of a SIMD
+//! width (17, 33, 65), empty batches and empty axes (0), rank 0, broadcasting,
+//! strides, padding and dilation together. Inputs are deterministic Philox draws
+//! (see [`inputs`](crate::inputs)), uploaded with `ops::upload`; results come back
+//! with `ops::download` and must match within the [`Tolerance`](crate::Tolerance)
+//! named in each check. A check returns `Err` with one line per failing case.
+
+mod concat;
+mod conv;
+mod dropout;
+mod elementwise;
+mod gemm;
+mod index;
+mod loss;
+mod memory;
+mod optim;
+mod permute;
+mod pool;
+mod random;
+mod reduce;
+mod softmax;
+
+pub use concat::{concat, split};
+pub use conv::{conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter};
+pub use dropout::{dropout, dropout_backward};
+pub use elementwise::{binary, binary_backward, unary, unary_backward};
+pub(crate) use elementwise::{BINARY_OPS, UNARY_OPS};
+pub use gemm::gemm;
+pub use index::{index_add, index_select};
+pub use loss::softmax_cross_entropy;
+pub use memory::{cast, copy, fill};
+pub use optim::{adam_update, sgd_update};
+pub use permute::permute;
+pub use pool::{avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
+pub use random::{random_normal, random_uniform};
+pub use reduce::{argmax, reduce, reduce_backward};
+pub use softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};

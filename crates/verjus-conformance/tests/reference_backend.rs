@@ -1,0 +1,542 @@
+//! The suite tested on itself: a backend built from the reference
+//! implementations must pass every check, and the same backend with one
+//! deliberate bug must fail the checks that are meant to catch that bug.
+//!
+//! This is what makes a green run on a real backend mean something: the checks
+//! are satisfiable (no check demands something the documented semantics do not),
+//! and they are sharp (a plausible kernel bug does not slip through).
+
+use std::sync::Arc;
+use verjus_conformance::array::Array;
+use verjus_conformance::reference as r;
+use verjus_conformance::{checks, errors, gradcheck, proptests};
+use verjus_core::ops::{
+    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
+    DropoutPlan, GemmPlan, GemmSpec, IndexPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan,
+    SgdHyper, UnaryOp,
+};
+use verjus_core::{
+    Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
+};
+
+/// A deliberate bug, each of the kind a real kernel might have.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bug {
+    /// `C = alpha * A @ B`, ignoring `beta`.
+    GemmIgnoresBeta,
+    /// Max pooling's gradient goes to the last maximum of a window with ties.
+    MaxPoolLastMaximum,
+    /// The filter gradient is off by a factor of two.
+    HalfFilterGradient,
+    /// Softmax backward forgets the `- sum(dy * y)` term.
+    SoftmaxBackwardWithoutCorrection,
+    /// Dropout ignores the stream offset.
+    DropoutIgnoresOffset,
+    /// index_select clamps out-of-range indices instead of failing.
+    IndexSelectClamps,
+    /// Reductions panic on empty inputs.
+    ReducePanicsOnEmpty,
+    /// The GELU derivative omits the `x * pdf(x)` term.
+    GeluDerivativeIsCdf,
+    /// Binary backward overwrites instead of summing over broadcast axes: the
+    /// first element of `da` keeps a single broadcast copy's contribution.
+    BinaryBackwardOverwrites,
+}
+
+/// The reference implementations behind the `Backend` trait, on host memory.
+#[derive(Debug)]
+struct ReferenceBackend {
+    bug: Option<Bug>,
+}
+
+fn backend(bug: Option<Bug>) -> BackendRef {
+    Arc::new(ReferenceBackend { bug })
+}
+
+fn array(t: &Tensor) -> Result<Array> {
+    Ok(Array::new(t.dims().to_vec(), t.to_vec::<f32>()?))
+}
+
+fn store(t: &mut Tensor, data: &[f32]) -> Result<()> {
+    t.as_mut_slice::<f32>()?.copy_from_slice(data);
+    Ok(())
+}
+
+fn host(t: &Tensor) -> Result<HostData> {
+    Ok(match t.dtype() {
+        DType::I64 => HostData::I64(t.to_vec()?),
+        DType::I32 => HostData::I32(t.to_vec()?),
+        _ => HostData::F32(t.to_vec()?),
+    })
+}
+
+/// Integer indices, each checked against `len`.
+fn checked_indices(op: &str, t: &Tensor, len: usize) -> Result<Vec<i64>> {
+    let values: Vec<i64> = match host(t)? {
+        HostData::I64(v) => v,
+        HostData::I32(v) => v.into_iter().map(i64::from).collect(),
+        HostData::F32(_) => return Err(Error::invalid(op, "float indices")),
+    };
+    match values.iter().find(|&&v| v < 0 || v as usize >= len) {
+        Some(v) => Err(Error::invalid(
+            op,
+            format!("index {v} is out of range for length {len}"),
+        )),
+        None => Ok(values),
+    }
+}
+
+fn permute_typed<T: verjus_core::Element>(
+    x: &Tensor,
+    perm: &[usize],
+    y: &mut Tensor,
+) -> Result<()> {
+    let (_, data) = r::permute::permute(x.dims(), x.as_slice::<T>()?, perm);
+    y.as_mut_slice::<T>()?.copy_from_slice(&data);
+    Ok(())
+}
+
+impl ReferenceBackend {
+    fn has(&self, bug: Bug) -> bool {
+        self.bug == Some(bug)
+    }
+}
+
+impl Backend for ReferenceBackend {
+    fn name(&self) -> &str {
+        "reference"
+    }
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+    fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        Tensor::zeros_host(shape, dtype)
+    }
+    fn upload(&self, host: &Tensor) -> Result<Tensor> {
+        host.try_clone_host()
+    }
+    fn download(&self, t: &Tensor) -> Result<Tensor> {
+        t.try_clone_host()
+    }
+    fn copy(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+        *dst.storage_mut() = Storage::Host(host(src)?);
+        Ok(())
+    }
+    fn fill(&self, dst: &mut Tensor, value: f64) -> Result<()> {
+        *dst.storage_mut() = Storage::Host(r::memory::fill(dst.dtype(), dst.numel(), value));
+        Ok(())
+    }
+    fn cast(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+        *dst.storage_mut() = Storage::Host(r::memory::cast(&host(src)?, dst.dtype()));
+        Ok(())
+    }
+    fn random(&self, dst: &mut Tensor, dist: Distribution, seed: u64, offset: u64) -> Result<()> {
+        store(dst, &r::random::random(dst.numel(), dist, seed, offset))
+    }
+    fn gemm(&self, plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+        let spec = if self.has(Bug::GemmIgnoresBeta) {
+            GemmSpec {
+                beta: 0.0,
+                ..plan.spec
+            }
+        } else {
+            plan.spec
+        };
+        let out = r::gemm::gemm(&array(a)?, &array(b)?, &array(c)?, spec);
+        store(c, &out.data)
+    }
+    fn unary(&self, op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        store(y, &r::elementwise::unary(op, &array(x)?).data)
+    }
+    fn unary_backward(
+        &self,
+        op: UnaryOp,
+        x: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
+        let mut out = r::elementwise::unary_backward(op, &array(x)?, &array(dy)?);
+        if op == UnaryOp::Gelu && self.has(Bug::GeluDerivativeIsCdf) {
+            let (xv, g) = (array(x)?, array(dy)?);
+            for i in 0..out.data.len() {
+                out.data[i] =
+                    g.data[i] * (0.5 * (1.0 + verjus_core::math::erf(xv.data[i] / 2f32.sqrt())));
+            }
+        }
+        store(dx, &out.data)
+    }
+    fn binary(&self, plan: &BinaryPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
+        store(
+            c,
+            &r::elementwise::binary(plan.op, &array(a)?, &array(b)?).data,
+        )
+    }
+    fn binary_backward(
+        &self,
+        plan: &BinaryPlan,
+        a: &Tensor,
+        b: &Tensor,
+        dy: &Tensor,
+        da: Option<&mut Tensor>,
+        db: Option<&mut Tensor>,
+    ) -> Result<()> {
+        let (aa, ab, ady) = (array(a)?, array(b)?, array(dy)?);
+        let (mut ga, gb) = r::elementwise::binary_backward(plan.op, &aa, &ab, &ady);
+        if self.has(Bug::BinaryBackwardOverwrites)
+            && aa.data.len() < ady.data.len()
+            && !aa.data.is_empty()
+        {
+            let n = aa.data.len();
+            let (pa, _) = plan.op.partials(aa.data[0], ab.data[0]);
+            ga.data[0] = ady.data[ady.data.len() - n] * pa;
+        }
+        if let Some(da) = da {
+            store(da, &ga.data)?;
+        }
+        if let Some(db) = db {
+            store(db, &gb.data)?;
+        }
+        Ok(())
+    }
+    fn reduce(&self, plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        if self.has(Bug::ReducePanicsOnEmpty) {
+            assert!(x.numel() > 0, "reduce of an empty tensor");
+        }
+        let axes: Vec<usize> = (0..plan.reduced.len())
+            .filter(|&i| plan.reduced[i])
+            .collect();
+        store(y, &r::reduce::reduce(plan.op, &array(x)?, &axes).data)
+    }
+    fn reduce_backward(
+        &self,
+        plan: &ReducePlan,
+        x: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
+        let axes: Vec<usize> = (0..plan.reduced.len())
+            .filter(|&i| plan.reduced[i])
+            .collect();
+        store(
+            dx,
+            &r::reduce::reduce_backward(plan.op, &array(x)?, &axes, &dy.to_vec::<f32>()?).data,
+        )
+    }
+    fn argmax(&self, plan: &AxisPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        let (_, idx) = r::reduce::argmax(&array(x)?, plan.axis);
+        y.as_mut_slice::<i64>()?.copy_from_slice(&idx);
+        Ok(())
+    }
+    fn softmax(&self, plan: &AxisPlan, log: bool, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        store(y, &r::softmax::softmax(&array(x)?, plan.axis, log).data)
+    }
+    fn softmax_backward(
+        &self,
+        plan: &AxisPlan,
+        log: bool,
+        y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
+        let (ay, ady) = (array(y)?, array(dy)?);
+        if !log && self.has(Bug::SoftmaxBackwardWithoutCorrection) {
+            let data: Vec<f32> = ay.data.iter().zip(&ady.data).map(|(a, b)| a * b).collect();
+            return store(dx, &data);
+        }
+        store(
+            dx,
+            &r::softmax::softmax_backward(&ay, &ady, plan.axis, log).data,
+        )
+    }
+    fn conv2d(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        w: &Tensor,
+        bias: Option<&Tensor>,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        let b = bias.map(array).transpose()?;
+        store(
+            y,
+            &r::conv::conv2d(&array(x)?, &array(w)?, b.as_ref(), plan.params).data,
+        )
+    }
+    fn conv2d_backward_data(
+        &self,
+        plan: &Conv2dPlan,
+        dy: &Tensor,
+        w: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
+        let dims = dx.dims().to_vec();
+        store(
+            dx,
+            &r::conv::conv2d_backward_data(&array(dy)?, &array(w)?, &dims, plan.params).data,
+        )
+    }
+    fn conv2d_backward_filter(
+        &self,
+        plan: &Conv2dPlan,
+        x: &Tensor,
+        dy: &Tensor,
+        dw: &mut Tensor,
+    ) -> Result<()> {
+        let dims = dw.dims().to_vec();
+        let mut out = r::conv::conv2d_backward_filter(&array(x)?, &array(dy)?, &dims, plan.params);
+        if self.has(Bug::HalfFilterGradient) {
+            out.data.iter_mut().for_each(|v| *v *= 0.5);
+        }
+        store(dw, &out.data)
+    }
+    fn conv2d_backward_bias(&self, dy: &Tensor, db: &mut Tensor) -> Result<()> {
+        store(db, &r::conv::conv2d_backward_bias(&array(dy)?).data)
+    }
+    fn pool2d(&self, plan: &Pool2dPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        store(y, &r::pool::pool2d(plan.kind, &array(x)?, plan.params).data)
+    }
+    fn pool2d_backward(
+        &self,
+        plan: &Pool2dPlan,
+        x: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+        dx: &mut Tensor,
+    ) -> Result<()> {
+        let (ax, ady) = (array(x)?, array(dy)?);
+        if plan.kind == PoolKind::Max && self.has(Bug::MaxPoolLastMaximum) {
+            return store(dx, &last_max_pool_backward(&ax, &ady, plan));
+        }
+        store(
+            dx,
+            &r::pool::pool2d_backward(plan.kind, &ax, &ady, plan.params).data,
+        )
+    }
+    fn dropout(&self, plan: &DropoutPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        let offset = if self.has(Bug::DropoutIgnoresOffset) {
+            0
+        } else {
+            plan.offset
+        };
+        store(
+            y,
+            &r::dropout::dropout(&array(x)?, plan.p, plan.seed, offset).data,
+        )
+    }
+    fn index_select(
+        &self,
+        plan: &IndexPlan,
+        x: &Tensor,
+        indices: &Tensor,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        let idx = if self.has(Bug::IndexSelectClamps) {
+            let len = plan.len as i64;
+            let raw: Vec<i64> = match host(indices)? {
+                HostData::I32(v) => v.into_iter().map(i64::from).collect(),
+                HostData::I64(v) => v,
+                HostData::F32(_) => Vec::new(),
+            };
+            raw.into_iter()
+                .map(|v| v.clamp(0, (len - 1).max(0)))
+                .collect()
+        } else {
+            checked_indices("index_select", indices, plan.len)?
+        };
+        store(y, &r::index::index_select(&array(x)?, plan.axis, &idx).data)
+    }
+    fn index_add(
+        &self,
+        plan: &IndexPlan,
+        src: &Tensor,
+        indices: &Tensor,
+        dst: &mut Tensor,
+    ) -> Result<()> {
+        let idx = checked_indices("index_add", indices, plan.len)?;
+        let out = r::index::index_add(&array(dst)?, &array(src)?, plan.axis, &idx);
+        store(dst, &out.data)
+    }
+    fn concat(&self, plan: &ConcatPlan, parts: &[&Tensor], y: &mut Tensor) -> Result<()> {
+        let arrays = parts.iter().map(|p| array(p)).collect::<Result<Vec<_>>>()?;
+        store(
+            y,
+            &r::concat::concat(&arrays.iter().collect::<Vec<_>>(), plan.axis).data,
+        )
+    }
+    fn split(&self, plan: &ConcatPlan, x: &Tensor, parts: &mut [&mut Tensor]) -> Result<()> {
+        for (p, out) in parts
+            .iter_mut()
+            .zip(r::concat::split(&array(x)?, plan.axis, &plan.sizes))
+        {
+            store(p, &out.data)?;
+        }
+        Ok(())
+    }
+    fn permute(&self, plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+        match x.dtype() {
+            DType::I64 => permute_typed::<i64>(x, &plan.perm, y),
+            DType::I32 => permute_typed::<i32>(x, &plan.perm, y),
+            _ => permute_typed::<f32>(x, &plan.perm, y),
+        }
+    }
+    fn sgd_update(
+        &self,
+        hp: &SgdHyper,
+        param: &mut Tensor,
+        grad: &Tensor,
+        velocity: Option<&mut Tensor>,
+    ) -> Result<()> {
+        let v_in = velocity.as_ref().map(|v| v.to_vec::<f32>()).transpose()?;
+        let (p, v) = r::optim::sgd(
+            hp,
+            &param.to_vec::<f32>()?,
+            &grad.to_vec::<f32>()?,
+            v_in.as_deref(),
+        );
+        store(param, &p)?;
+        if let (Some(t), Some(v)) = (velocity, v) {
+            store(t, &v)?;
+        }
+        Ok(())
+    }
+    fn adam_update(
+        &self,
+        hp: &AdamHyper,
+        param: &mut Tensor,
+        grad: &Tensor,
+        m: &mut Tensor,
+        v: &mut Tensor,
+    ) -> Result<()> {
+        let (p2, m2, v2) = r::optim::adam(
+            hp,
+            &param.to_vec()?,
+            &grad.to_vec()?,
+            &m.to_vec()?,
+            &v.to_vec()?,
+        );
+        store(param, &p2)?;
+        store(m, &m2)?;
+        store(v, &v2)
+    }
+    fn softmax_cross_entropy(
+        &self,
+        plan: &CrossEntropyPlan,
+        logits: &Tensor,
+        labels: &Tensor,
+        grad_scale: f32,
+        losses: &mut Tensor,
+        dlogits: Option<&mut Tensor>,
+    ) -> Result<()> {
+        let labels = checked_indices("softmax_cross_entropy", labels, plan.classes)?;
+        let (l, g) =
+            r::loss::softmax_cross_entropy(&array(logits)?, &labels, plan.smoothing, grad_scale);
+        store(losses, &l)?;
+        if let Some(d) = dlogits {
+            store(d, &g.data)?;
+        }
+        Ok(())
+    }
+}
+
+/// Max pooling's gradient routed to the *last* maximum of each window (the bug).
+fn last_max_pool_backward(x: &Array, dy: &Array, plan: &Pool2dPlan) -> Vec<f32> {
+    let p = plan.params;
+    let mut dx = vec![0.0; x.data.len()];
+    let mut o = 0;
+    for plane in 0..plan.n * plan.c {
+        for oy in 0..plan.oh {
+            for ox in 0..plan.ow {
+                let mut best: Option<usize> = None;
+                for ky in 0..p.kernel[0] {
+                    for kx in 0..p.kernel[1] {
+                        let iy = (oy * p.stride[0] + ky)
+                            .checked_sub(p.padding[0])
+                            .filter(|&i| i < plan.h);
+                        let ix = (ox * p.stride[1] + kx)
+                            .checked_sub(p.padding[1])
+                            .filter(|&i| i < plan.w);
+                        if let (Some(iy), Some(ix)) = (iy, ix) {
+                            let i = (plane * plan.h + iy) * plan.w + ix;
+                            if best.is_none_or(|b| x.data[i] >= x.data[b]) {
+                                best = Some(i);
+                            }
+                        }
+                    }
+                }
+                if let Some(b) = best {
+                    dx[b] += dy.data[o];
+                }
+                o += 1;
+            }
+        }
+    }
+    dx
+}
+
+mod correct {
+    verjus_conformance::conformance_suite!(super::backend(None));
+}
+
+/// `check` passes on the correct backend and fails with `bug`.
+fn catches(bug: Bug, check: fn(&dyn Backend) -> std::result::Result<(), String>) {
+    assert!(
+        check(&*backend(None)).is_ok(),
+        "{bug:?}: the check fails on the correct backend"
+    );
+    let err = check(&*backend(Some(bug))).expect_err(&format!("{bug:?} went unnoticed"));
+    assert!(err.contains("case(s) failed"), "{bug:?}: {err}");
+}
+
+#[test]
+fn gemm_check_catches_an_ignored_beta() {
+    catches(Bug::GemmIgnoresBeta, checks::gemm);
+}
+
+#[test]
+fn max_pool_check_catches_the_last_maximum() {
+    catches(Bug::MaxPoolLastMaximum, checks::max_pool2d_backward);
+}
+
+#[test]
+fn filter_gradient_checks_catch_a_scaled_gradient() {
+    catches(Bug::HalfFilterGradient, checks::conv2d_backward_filter);
+    catches(Bug::HalfFilterGradient, gradcheck::conv2d);
+}
+
+#[test]
+fn softmax_gradient_checks_catch_a_missing_term() {
+    catches(
+        Bug::SoftmaxBackwardWithoutCorrection,
+        checks::softmax_backward,
+    );
+    catches(Bug::SoftmaxBackwardWithoutCorrection, gradcheck::softmax);
+}
+
+#[test]
+fn dropout_check_catches_an_ignored_offset() {
+    catches(Bug::DropoutIgnoresOffset, checks::dropout);
+}
+
+#[test]
+fn index_error_check_catches_clamping() {
+    catches(Bug::IndexSelectClamps, errors::out_of_range_indices);
+}
+
+#[test]
+fn proptests_catch_a_panic_on_empty_input() {
+    catches(Bug::ReducePanicsOnEmpty, proptests::no_panic_on_any_shape);
+}
+
+#[test]
+fn unary_gradient_checks_catch_a_wrong_gelu_derivative() {
+    catches(Bug::GeluDerivativeIsCdf, checks::unary_backward);
+    catches(Bug::GeluDerivativeIsCdf, gradcheck::unary);
+}
+
+#[test]
+fn binary_gradient_checks_catch_a_missing_broadcast_sum() {
+    catches(Bug::BinaryBackwardOverwrites, checks::binary_backward);
+    catches(Bug::BinaryBackwardOverwrites, gradcheck::binary);
+}
