@@ -9,8 +9,10 @@ use crate::{Backend, Error, Result, Tensor};
 
 /// SGD with momentum (PyTorch's formulation):
 /// `g = grad_scale * grad + weight_decay * p`;
-/// `v = momentum * v + (1 - dampening) * g` (v = g on the first step);
-/// `p -= lr * (nesterov ? g + momentum * v : v)`.
+/// with momentum: `v = momentum * v + (1 - dampening) * g` (v = g on the first
+/// step) and `p -= lr * (nesterov ? g + momentum * v : v)`;
+/// without momentum (`momentum == 0`): `p -= lr * g`, dampening and any velocity
+/// buffer unused.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SgdHyper {
     pub lr: f32,

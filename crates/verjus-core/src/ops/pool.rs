@@ -53,7 +53,7 @@ impl Pool2dPlan {
         }
         let p = params;
         for (axis, i) in [("height", 0), ("width", 1)] {
-            if p.padding[i] * 2 > p.kernel[i] {
+            if p.padding[i] > p.kernel[i] / 2 {
                 return Err(Error::invalid(
                     op,
                     format!(
