@@ -31,10 +31,35 @@ impl MatRef<'_> {
     }
 }
 
+/// Whether one product may spread over rayon's threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Threads {
+    /// Rayon's threads above [`PARALLEL_THRESHOLD`], the calling thread below.
+    Auto,
+    /// Always the calling thread: for callers that already run many products in parallel.
+    Single,
+}
+
 /// `c[m x n] = alpha * a[m x k] @ b[k x n] + beta * c`, all row-major and
 /// contiguous (`a` stored `k x m` when `a.trans`, `b` stored `n x k` when `b.trans`).
 #[allow(clippy::too_many_arguments)] // mirrors the BLAS signature
 pub(crate) fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+    alpha: f32,
+    beta: f32,
+) -> Result<()> {
+    sgemm_on(Threads::Auto, m, n, k, a, b, c, alpha, beta)
+}
+
+/// [`sgemm`] with an explicit threading choice.
+#[allow(clippy::too_many_arguments)] // mirrors the BLAS signature
+pub(crate) fn sgemm_on(
+    threads: Threads,
     m: usize,
     n: usize,
     k: usize,
@@ -64,7 +89,7 @@ pub(crate) fn sgemm(
     let ldb = if b.trans { k } else { n };
     let (a_cs, a_rs) = a.strides(lda);
     let (b_cs, b_rs) = b.strides(ldb);
-    let parallelism = if m * n * k >= PARALLEL_THRESHOLD {
+    let parallelism = if threads == Threads::Auto && m * n * k >= PARALLEL_THRESHOLD {
         gemm::Parallelism::Rayon(0)
     } else {
         gemm::Parallelism::None
