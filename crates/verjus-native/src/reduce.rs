@@ -1,12 +1,320 @@
-//! STUB: replace with the real implementation.
-#![allow(unused_variables)]
-use verjus_core::ops::*;
-use verjus_core::{Error, Result, Tensor};
+//! Reductions over any set of axes, their gradients, and argmax.
+//!
+//! A reduction is first *coalesced*: size-1 axes are dropped and neighbouring
+//! axes that are both kept or both reduced are merged, so `[N, C, H, W]` summed
+//! over `(0, 2, 3)` becomes `[R, K, R]`. The walk then only ever touches the
+//! innermost axis as a contiguous run: when it is reduced, a run folds into one
+//! output (16 independent lanes, so the loop vectorises); when it is kept, a run
+//! combines element-wise into a row of outputs (also vectorised). Accumulation
+//! is in f32.
+//!
+//! Large reductions split over the pool in one of two ways: along the first
+//! kept axis, when it is long enough, each task owning a disjoint block of
+//! outputs; otherwise along the first reduced axis, each task folding into a
+//! private copy of the (then small) output, merged at the end.
 
-pub(crate) fn reduce(plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    Err(Error::unsupported("reduce", "native"))
+use crate::elementwise::{Broadcast, Operand};
+use crate::parallel::{for_rows, SEQUENTIAL_WORK};
+use rayon::prelude::*;
+use verjus_core::ops::{AxisPlan, BinaryOp, BinaryPlan, ReduceOp, ReducePlan};
+use verjus_core::{DType, Result, Tensor, MAX_RANK};
+
+/// An associative, commutative combination with its identity.
+trait Combine: Sync {
+    const IDENTITY: f32;
+    fn combine(a: f32, b: f32) -> f32;
 }
 
+struct Sum;
+struct Max;
+struct Min;
+
+impl Combine for Sum {
+    const IDENTITY: f32 = 0.0;
+    #[inline(always)]
+    fn combine(a: f32, b: f32) -> f32 {
+        a + b
+    }
+}
+
+impl Combine for Max {
+    const IDENTITY: f32 = f32::NEG_INFINITY;
+    /// NaN-propagating, as NumPy's and PyTorch's max.
+    #[inline(always)]
+    fn combine(a: f32, b: f32) -> f32 {
+        if a > b || a.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+impl Combine for Min {
+    const IDENTITY: f32 = f32::INFINITY;
+    /// NaN-propagating, as NumPy's and PyTorch's min.
+    #[inline(always)]
+    fn combine(a: f32, b: f32) -> f32 {
+        if a < b || a.is_nan() {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+/// Folds a run with 16 independent accumulators (which vectorise), then
+/// combines them.
+#[inline(always)]
+fn fold_lanes<C: Combine>(run: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [C::IDENTITY; LANES];
+    let mut chunks = run.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (l, &v) in lanes.iter_mut().zip(chunk) {
+            *l = C::combine(*l, v);
+        }
+    }
+    let head = lanes.iter().fold(C::IDENTITY, |a, &b| C::combine(a, b));
+    chunks
+        .remainder()
+        .iter()
+        .fold(head, |a, &b| C::combine(a, b))
+}
+
+/// The sum of a run.
+pub(crate) fn sum_run(run: &[f32]) -> f32 {
+    fold_lanes::<Sum>(run)
+}
+
+/// The maximum of a run (NaN if it holds one; `-inf` when empty).
+pub(crate) fn max_run(run: &[f32]) -> f32 {
+    fold_lanes::<Max>(run)
+}
+
+/// What a reduction does with the runs of its input. Outputs are addressed by
+/// their index in the whole output (`y_index`, `y_start`), accumulators by the
+/// task's own slice.
+trait Reducer: Sync {
+    fn identity(&self) -> f32;
+    /// Combines two partial results (of tasks that split a reduced axis).
+    fn merge(&self, a: f32, b: f32) -> f32;
+    /// Innermost axis reduced: folds `run` into output `y_index`'s accumulator.
+    fn fold(&self, run: &[f32], y_index: usize, acc: &mut f32);
+    /// Innermost axis kept: combines `row` into outputs `y_start..`.
+    fn accumulate(&self, row: &[f32], y_start: usize, acc: &mut [f32]);
+}
+
+impl<C: Combine> Reducer for C {
+    fn identity(&self) -> f32 {
+        C::IDENTITY
+    }
+    fn merge(&self, a: f32, b: f32) -> f32 {
+        C::combine(a, b)
+    }
+    fn fold(&self, run: &[f32], _: usize, acc: &mut f32) {
+        *acc = C::combine(*acc, fold_lanes::<C>(run));
+    }
+    fn accumulate(&self, row: &[f32], _: usize, acc: &mut [f32]) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = C::combine(*a, v);
+        }
+    }
+}
+
+/// Counts, for every output of a max or min, the inputs equal to it (its ties).
+struct TieCount<'a> {
+    y: &'a [f32],
+}
+
+impl Reducer for TieCount<'_> {
+    fn identity(&self) -> f32 {
+        0.0
+    }
+    fn merge(&self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    fn fold(&self, run: &[f32], y_index: usize, acc: &mut f32) {
+        let target = self.y[y_index];
+        *acc += run.iter().filter(|&&v| v == target).count() as f32;
+    }
+    fn accumulate(&self, row: &[f32], y_start: usize, acc: &mut [f32]) {
+        let targets = &self.y[y_start..y_start + row.len()];
+        for (a, (&v, &t)) in acc.iter_mut().zip(row.iter().zip(targets)) {
+            *a += f32::from(u8::from(v == t));
+        }
+    }
+}
+
+/// A reduction's axes after coalescing (see the module docs), outermost first.
+struct Layout {
+    n: usize,
+    dims: [usize; MAX_RANK],
+    reduced: [bool; MAX_RANK],
+    /// Input strides (contiguous).
+    xs: [usize; MAX_RANK],
+    /// Output strides: contiguous over kept axes, zero on reduced ones.
+    ys: [usize; MAX_RANK],
+}
+
+impl Layout {
+    fn new(plan: &ReducePlan) -> Self {
+        let mut l = Layout {
+            n: 0,
+            dims: [0; MAX_RANK],
+            reduced: [false; MAX_RANK],
+            xs: [0; MAX_RANK],
+            ys: [0; MAX_RANK],
+        };
+        for (&d, &r) in plan.x.dims().iter().zip(&plan.reduced) {
+            if d == 1 {
+                continue;
+            }
+            if l.n > 0 && l.reduced[l.n - 1] == r {
+                l.dims[l.n - 1] *= d;
+            } else {
+                (l.dims[l.n], l.reduced[l.n]) = (d, r);
+                l.n += 1;
+            }
+        }
+        if l.n == 0 {
+            // One element: a kept axis of length 1.
+            (l.dims[0], l.n) = (1, 1);
+        }
+        let (mut xs, mut ys) = (1, 1);
+        for i in (0..l.n).rev() {
+            l.xs[i] = xs;
+            xs *= l.dims[i];
+            if !l.reduced[i] {
+                l.ys[i] = ys;
+                ys *= l.dims[i];
+            }
+        }
+        l
+    }
+
+    /// The outermost axis that is reduced (`true`) or kept (`false`).
+    fn first(&self, reduced: bool) -> Option<usize> {
+        (0..self.n).find(|&i| self.reduced[i] == reduced)
+    }
+}
+
+/// One task's share of a reduction: axis `split` restricted to `lo..hi`,
+/// results combined into `acc`, which holds the outputs from index `base` on.
+struct Task<'a, R> {
+    r: &'a R,
+    l: &'a Layout,
+    x: &'a [f32],
+    split: usize,
+    lo: usize,
+    hi: usize,
+    base: usize,
+}
+
+impl<R: Reducer> Task<'_, R> {
+    fn walk(&self, axis: usize, x_off: usize, y_off: usize, acc: &mut [f32]) {
+        let l = self.l;
+        let (lo, hi) = if axis == self.split {
+            (self.lo, self.hi)
+        } else {
+            (0, l.dims[axis])
+        };
+        if axis + 1 < l.n {
+            for i in lo..hi {
+                self.walk(
+                    axis + 1,
+                    x_off + i * l.xs[axis],
+                    y_off + i * l.ys[axis],
+                    acc,
+                );
+            }
+            return;
+        }
+        // The innermost axis has stride 1 in the input (and in the output when kept).
+        let run = &self.x[x_off + lo..x_off + hi];
+        if l.reduced[axis] {
+            self.r.fold(run, y_off, &mut acc[y_off - self.base]);
+        } else {
+            let start = y_off + lo - self.base;
+            self.r
+                .accumulate(run, y_off + lo, &mut acc[start..start + run.len()]);
+        }
+    }
+}
+
+/// Runs reducer `r` over `x` into `y` (overwritten), splitting over the pool
+/// as the module docs describe. An empty input gives zeros.
+fn run<R: Reducer>(r: &R, l: &Layout, x: &[f32], y: &mut [f32]) {
+    if x.is_empty() {
+        y.fill(0.0);
+        return;
+    }
+    let task = |split, lo, hi, base| Task {
+        r,
+        l,
+        x,
+        split,
+        lo,
+        hi,
+        base,
+    };
+    let threads = rayon::current_num_threads();
+    let (kept, red) = (l.first(false), l.first(true));
+    let private = red.filter(|_| kept.is_none_or(|p| l.dims[p] < 4 * threads));
+    if x.len() < SEQUENTIAL_WORK || threads < 2 {
+        y.fill(r.identity());
+        task(0, 0, l.dims[0], 0).walk(0, 0, 0, y);
+    } else if let Some(q) = private {
+        let per = l.dims[q].div_ceil(threads);
+        let merged = (0..l.dims[q].div_ceil(per))
+            .into_par_iter()
+            .map(|t| {
+                let mut acc = vec![r.identity(); y.len()];
+                task(q, t * per, ((t + 1) * per).min(l.dims[q]), 0).walk(0, 0, 0, &mut acc);
+                acc
+            })
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(u, &v)| *u = r.merge(*u, v));
+                a
+            });
+        if let Some(m) = merged {
+            y.copy_from_slice(&m);
+        }
+    } else if let Some(p) = kept {
+        let row = l.ys[p];
+        for_rows(y, row, x.len() / l.dims[p], |first, chunk| {
+            chunk.fill(r.identity());
+            let rows = chunk.len() / row;
+            task(p, first, first + rows, first * row).walk(0, 0, 0, chunk);
+        });
+    }
+}
+
+/// `y = op over plan's axes of x`, on slices (`y` in the plan's output order).
+pub(crate) fn reduce_slice(plan: &ReducePlan, x: &[f32], y: &mut [f32]) {
+    let l = Layout::new(plan);
+    match plan.op {
+        ReduceOp::Sum => run(&Sum, &l, x, y),
+        ReduceOp::Mean => {
+            run(&Sum, &l, x, y);
+            if plan.group > 0 {
+                let n = plan.group as f32;
+                y.iter_mut().for_each(|v| *v /= n);
+            }
+        }
+        ReduceOp::Max => run(&Max, &l, x, y),
+        ReduceOp::Min => run(&Min, &l, x, y),
+    }
+}
+
+/// `y = op over plan's axes of x`.
+pub(crate) fn reduce(plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
+    reduce_slice(plan, x.as_slice::<f32>()?, y.as_mut_slice::<f32>()?);
+    Ok(())
+}
+
+/// `dx` for `y = reduce(x)`: sum spreads `dy`, mean `dy / n`; max and min send
+/// `dy` to the inputs equal to `y`, split evenly between ties.
 pub(crate) fn reduce_backward(
     plan: &ReducePlan,
     x: &Tensor,
@@ -14,9 +322,257 @@ pub(crate) fn reduce_backward(
     dy: &Tensor,
     dx: &mut Tensor,
 ) -> Result<()> {
-    Err(Error::unsupported("reduce_backward", "native"))
+    let (xv, yv, dyv) = (
+        x.as_slice::<f32>()?,
+        y.as_slice::<f32>()?,
+        dy.as_slice::<f32>()?,
+    );
+    let dx = dx.as_mut_slice::<f32>()?;
+    // The outputs seen over the input's axes: a broadcast, zero strides on reduced axes.
+    let bp = BinaryPlan::new(BinaryOp::Mul, &plan.x, &plan.keepdims)?;
+    let bc = Broadcast::new(plan.x.dims(), &bp.a_strides, &bp.b_strides);
+    match plan.op {
+        ReduceOp::Sum | ReduceOp::Mean => {
+            let scale = match plan.op {
+                ReduceOp::Mean if plan.group > 0 => 1.0 / plan.group as f32,
+                _ => 1.0,
+            };
+            spread(&bc, dx, |out, _, bo| match bc.b_run(dyv, bo, out.len()) {
+                Operand::Run(g) => out.iter_mut().zip(g).for_each(|(o, &g)| *o = g * scale),
+                Operand::Const(g) => out.fill(g * scale),
+            });
+        }
+        ReduceOp::Max | ReduceOp::Min => {
+            let mut share = Tensor::zeros_host(y.shape(), DType::F32)?;
+            let share = share.as_mut_slice::<f32>()?;
+            run(&TieCount { y: yv }, &Layout::new(plan), xv, share);
+            // dy split between the ties (a NaN output has none and is never selected).
+            share.iter_mut().zip(dyv).for_each(|(s, &g)| *s = g / *s);
+            let share = &*share;
+            spread(&bc, dx, |out, start, bo| {
+                let xs = &xv[start..start + out.len()];
+                let (t, s) = (bc.b_run(yv, bo, out.len()), bc.b_run(share, bo, out.len()));
+                for (i, (o, &v)) in out.iter_mut().zip(xs).enumerate() {
+                    *o = if v == t.get(i) { s.get(i) } else { 0.0 };
+                }
+            });
+        }
+    }
+    Ok(())
 }
 
+/// Writes `dx` run by run: `f(dx_run, input_index, output_index)`, where the
+/// run starts at `input_index` and reads the outputs from `output_index`.
+fn spread(bc: &Broadcast, dx: &mut [f32], f: impl Fn(&mut [f32], usize, usize) + Sync + Send) {
+    for_rows(dx, 1, 1, |first, chunk| {
+        bc.segments(first, first + chunk.len(), |r, _, bo| {
+            f(&mut chunk[r.start - first..r.end - first], r.start, bo);
+        });
+    });
+}
+
+/// `y = argmax of x along the plan's axis` (int64); the first maximum wins
+/// and NaN counts as the maximum, as in NumPy.
 pub(crate) fn argmax(plan: &AxisPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
-    Err(Error::unsupported("argmax", "native"))
+    let x = x.as_slice::<f32>()?;
+    let y = y.as_mut_slice::<i64>()?;
+    let (len, inner) = (plan.len, plan.inner);
+    if len == 0 {
+        // The output is empty (checked by the caller).
+        return Ok(());
+    }
+    let block = len * inner;
+    for_rows(y, inner, block, |first, out| {
+        let x = &x[first * block..];
+        if inner == 1 {
+            for (o, row) in out.iter_mut().zip(x.chunks_exact(len)) {
+                *o = argmax_run(row) as i64;
+            }
+        } else {
+            let mut best = vec![0.0; inner];
+            for (o, xb) in out.chunks_exact_mut(inner).zip(x.chunks_exact(block)) {
+                argmax_columns(xb, &mut best, o);
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Index of the first maximum of a run (the first NaN if there is one).
+fn argmax_run(run: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &v) in run.iter().enumerate() {
+        if v.is_nan() {
+            return i;
+        }
+        if v > run[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Argmax down the columns of `xb` (`len` rows of `best.len()`), into `out`.
+fn argmax_columns(xb: &[f32], best: &mut [f32], out: &mut [i64]) {
+    let inner = best.len();
+    best.copy_from_slice(&xb[..inner]);
+    out.fill(0);
+    for (l, row) in xb.chunks_exact(inner).enumerate().skip(1) {
+        for ((b, o), &v) in best.iter_mut().zip(out.iter_mut()).zip(row) {
+            if !b.is_nan() && (v > *b || v.is_nan()) {
+                (*b, *o) = (v, l as i64);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(dims: &[usize], data: Vec<f32>) -> Tensor {
+        Tensor::from_vec(dims.to_vec(), data).unwrap()
+    }
+
+    fn reduced(op: ReduceOp, x: &Tensor, axes: &[usize]) -> Vec<f32> {
+        let plan = ReducePlan::new(op, x.shape(), axes).unwrap();
+        let mut y = Tensor::zeros_host(&plan.squeezed(), DType::F32).unwrap();
+        reduce(&plan, x, &mut y).unwrap();
+        y.to_vec().unwrap()
+    }
+
+    /// `op` over `axes` by explicit indices, in f64.
+    fn naive(op: ReduceOp, x: &Tensor, axes: &[usize]) -> Vec<f32> {
+        let plan = ReducePlan::new(op, x.shape(), axes).unwrap();
+        let xv = x.to_vec::<f32>().unwrap();
+        let (dims, keep) = (x.dims(), plan.keepdims.strides());
+        let mut groups = vec![Vec::new(); plan.keepdims.numel()];
+        for (flat, &v) in xv.iter().enumerate() {
+            let (mut rem, mut yi) = (flat, 0);
+            for k in (0..dims.len()).rev() {
+                let i = rem % dims[k];
+                rem /= dims[k];
+                yi += if plan.reduced[k] { 0 } else { i * keep[k] };
+            }
+            groups[yi].push(f64::from(v));
+        }
+        let combine = |g: &Vec<f64>| match op {
+            ReduceOp::Sum => g.iter().sum(),
+            ReduceOp::Mean => g.iter().sum::<f64>() / g.len().max(1) as f64,
+            ReduceOp::Max => g.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ReduceOp::Min => g.iter().copied().fold(f64::INFINITY, f64::min),
+        };
+        groups.iter().map(|g| combine(g) as f32).collect()
+    }
+
+    #[test]
+    fn middle_axes_of_a_small_tensor() {
+        let x = tensor(&[2, 3, 4], (0..24).map(|i| i as f32).collect());
+        // Sum over axis 1: y[i, k] = x[i,0,k] + x[i,1,k] + x[i,2,k].
+        assert_eq!(
+            reduced(ReduceOp::Sum, &x, &[1]),
+            [12.0, 15.0, 18.0, 21.0, 48.0, 51.0, 54.0, 57.0]
+        );
+        // Mean over axes 0 and 2: channel j holds 4j..4j+3 and 12+4j..12+4j+3.
+        assert_eq!(reduced(ReduceOp::Mean, &x, &[0, 2]), [7.5, 11.5, 15.5]);
+        assert_eq!(reduced(ReduceOp::Max, &x, &[0, 2]), [15.0, 19.0, 23.0]);
+        assert_eq!(
+            reduced(ReduceOp::Min, &x, &[2]),
+            [0.0, 4.0, 8.0, 12.0, 16.0, 20.0]
+        );
+        assert_eq!(reduced(ReduceOp::Sum, &x, &[0, 1, 2]), [276.0]);
+        assert_eq!(reduced(ReduceOp::Sum, &x, &[]), x.to_vec::<f32>().unwrap());
+    }
+
+    #[test]
+    fn empty_groups_give_zero() {
+        let x = tensor(&[2, 0], vec![]);
+        assert_eq!(reduced(ReduceOp::Mean, &x, &[1]), [0.0, 0.0]);
+        assert_eq!(reduced(ReduceOp::Sum, &x, &[1]), [0.0, 0.0]);
+    }
+
+    #[test]
+    fn large_reductions_match_the_definition() {
+        // Each shape exercises a different split: private accumulators along the
+        // innermost axis, disjoint output blocks, and private copies of [R, K, R].
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[3, 40_000], &[1]),
+            (&[40_000, 3], &[0]),
+            (&[5_000, 40], &[0]),
+            (&[4, 9_000, 3], &[0, 2]),
+            (&[60, 700, 5], &[1]),
+            (&[200_000], &[0]),
+        ];
+        for &(dims, axes) in cases {
+            let n: usize = dims.iter().product();
+            let x = tensor(
+                dims,
+                (0..n).map(|i| ((i * 7919) % 1000) as f32 * 1e-3).collect(),
+            );
+            for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean] {
+                let (got, want) = (reduced(op, &x, axes), naive(op, &x, axes));
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "{op:?} {dims:?} {axes:?}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn max_propagates_nan() {
+        let x = tensor(&[2, 3], vec![1.0, f32::NAN, 3.0, 4.0, 5.0, 6.0]);
+        let y = reduced(ReduceOp::Max, &x, &[1]);
+        assert!(y[0].is_nan() && y[1] == 6.0);
+    }
+
+    fn backward(op: ReduceOp, x: &Tensor, axes: &[usize], dy: Vec<f32>) -> Vec<f32> {
+        let plan = ReducePlan::new(op, x.shape(), axes).unwrap();
+        let mut y = Tensor::zeros_host(&plan.keepdims, DType::F32).unwrap();
+        reduce(&plan, x, &mut y).unwrap();
+        let dy = tensor(plan.keepdims.dims(), dy);
+        let mut dx = tensor(x.dims(), vec![9.0; x.numel()]);
+        reduce_backward(&plan, x, &y, &dy, &mut dx).unwrap();
+        dx.to_vec().unwrap()
+    }
+
+    #[test]
+    fn gradients_spread_and_split_ties() {
+        let x = tensor(&[2, 3], vec![1.0, 5.0, 5.0, 7.0, 2.0, 3.0]);
+        assert_eq!(
+            backward(ReduceOp::Max, &x, &[1], vec![4.0, 1.0]),
+            [0.0, 2.0, 2.0, 1.0, 0.0, 0.0]
+        );
+        assert_eq!(
+            backward(ReduceOp::Min, &x, &[0], vec![1.0, 2.0, 3.0]),
+            [1.0, 0.0, 0.0, 0.0, 2.0, 3.0]
+        );
+        assert_eq!(
+            backward(ReduceOp::Mean, &x, &[0], vec![2.0, 4.0, 6.0]),
+            [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+        );
+        assert_eq!(backward(ReduceOp::Sum, &x, &[0, 1], vec![5.0]), [5.0; 6]);
+    }
+
+    fn argmax_of(x: &Tensor, axis: usize) -> Vec<i64> {
+        let plan = AxisPlan::new("argmax", x.shape(), axis).unwrap();
+        let mut y = Tensor::zeros_host(&plan.squeezed(), DType::I64).unwrap();
+        argmax(&plan, x, &mut y).unwrap();
+        y.to_vec().unwrap()
+    }
+
+    #[test]
+    fn argmax_first_maximum_and_nan() {
+        let x = tensor(
+            &[3, 3],
+            vec![1.0, 3.0, 3.0, f32::NAN, 9.0, f32::NAN, -1.0, -1.0, -2.0],
+        );
+        assert_eq!(argmax_of(&x, 1), [1, 0, 0]);
+        // Down the columns: column 0 has a NaN in row 1, column 1 its max in row 1.
+        assert_eq!(argmax_of(&x, 0), [1, 1, 1]);
+        let y = tensor(&[2, 2], vec![1.0, 1.0, 1.0, 2.0]);
+        assert_eq!(argmax_of(&y, 0), [0, 1]);
+    }
 }
