@@ -1,1 +1,60 @@
-//! Eager reverse-mode autograd (filled in below).
+//! Eager reverse-mode automatic differentiation over [`Var`]s.
+//!
+//! # A dynamic graph, not a global tape
+//!
+//! Every op on [`Var`]s computes its value at once (through the validated
+//! [`crate::ops`], so it runs on whatever backend holds the values) and, when
+//! grad mode is on and an input requires a gradient, links a *node* to its
+//! output: the op's backward closure, the tensors that closure needs, and one
+//! edge per input pointing at the node that made that input (or at the leaf
+//! itself). The graph is therefore owned by the values: dropping the last
+//! handle to a loss frees its whole graph and the saved activations with it, a
+//! model that branches or loops differently on every step needs no bookkeeping,
+//! and two threads can build and differentiate independent graphs without
+//! sharing (or locking) a tape. A global tape would have to be cleared by
+//! hand, would keep every recorded activation alive until then, and would
+//! serialise all threads on one recorder.
+//!
+//! [`Var::backward`] walks the nodes reachable from the output in topological
+//! order (consumers before producers), sums the gradients of values used more
+//! than once, and adds the results into the gradient slots of the leaves,
+//! summing across calls as PyTorch does. [`grad`] computes the same gradients
+//! for chosen inputs and returns them instead, leaving the slots alone.
+//!
+//! Backward closures compute with plain tensor ops, so nothing they do is
+//! recorded: first-order gradients only.
+//!
+//! # Files
+//!
+//! - `var.rs`: the [`Var`] handle, its value and gradient slot;
+//! - `node.rs`: graph nodes and how an op records itself;
+//! - `engine.rs`: the backward pass ([`Var::backward`], [`grad`]);
+//! - `grad_mode.rs`: [`no_grad`] and friends;
+//! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
+//! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
+//!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `index.rs`, `loss.rs`,
+//!   `shape_ops.rs`.
+
+mod alloc;
+mod arith;
+mod conv;
+mod dropout;
+mod engine;
+mod grad_mode;
+mod index;
+mod loss;
+mod matmul;
+mod node;
+mod pool;
+mod reduce;
+mod shape_ops;
+mod softmax;
+mod unary;
+mod var;
+
+#[cfg(test)]
+mod tests;
+
+pub use engine::{grad, grad_with};
+pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
+pub use var::Var;

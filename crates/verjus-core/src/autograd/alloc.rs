@@ -1,0 +1,32 @@
+//! Allocate-and-call helpers: the eager ops write into fresh tensors.
+
+use crate::ops::{self, BinaryOp};
+use crate::{Backend, DType, Result, Shape, Tensor};
+
+/// A zero-filled f32 tensor on the backend's device.
+pub(crate) fn zeros(be: &dyn Backend, shape: &Shape) -> Result<Tensor> {
+    ops::zeros(be, shape, DType::F32)
+}
+
+/// `a + b` in a fresh tensor (same shapes: gradient accumulation).
+pub(crate) fn add(be: &dyn Backend, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let mut c = zeros(be, a.shape())?;
+    ops::binary(be, BinaryOp::Add, a, b, &mut c)?;
+    Ok(c)
+}
+
+/// A copy of `t` under `shape` (same element count and dtype): how a value
+/// that other handles share is reshaped, since a tensor owns its storage.
+pub(crate) fn copy_as(be: &dyn Backend, t: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let mut out = ops::zeros(be, shape, t.dtype())?;
+    ops::copy(be, t, &mut out)?;
+    Ok(out)
+}
+
+/// `acc + g`, or `g` when nothing has been accumulated yet.
+pub(crate) fn accumulate(be: &dyn Backend, acc: Option<Tensor>, g: Tensor) -> Result<Tensor> {
+    match acc {
+        None => Ok(g),
+        Some(a) => add(be, &a, &g),
+    }
+}

@@ -1,0 +1,75 @@
+//! Broadcasting binary ops: `add`, `sub`, `mul`, `div`, `maximum`, `minimum`, `pow`.
+
+use super::alloc;
+use super::node::{need, BackwardFn};
+use super::var::Var;
+use crate::ops::{self, BinaryOp, BinaryPlan};
+use crate::Result;
+use std::sync::Arc;
+
+impl Var {
+    /// `self + other` (NumPy broadcasting).
+    pub fn add(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Add, other)
+    }
+
+    /// `self - other` (NumPy broadcasting).
+    pub fn sub(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Sub, other)
+    }
+
+    /// `self * other` (NumPy broadcasting).
+    pub fn mul(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Mul, other)
+    }
+
+    /// `self / other` (NumPy broadcasting).
+    pub fn div(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Div, other)
+    }
+
+    /// Elementwise maximum; a tie sends the gradient to `self`.
+    pub fn maximum(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Max, other)
+    }
+
+    /// Elementwise minimum; a tie sends the gradient to `self`.
+    pub fn minimum(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Min, other)
+    }
+
+    /// `self ^ other` (the gradient wrt `other` needs `self > 0`).
+    pub fn pow(&self, other: &Var) -> Result<Var> {
+        self.binary(BinaryOp::Pow, other)
+    }
+
+    /// `self op other` with NumPy broadcasting. Comparisons give 1.0 / 0.0
+    /// constants: they have no gradient.
+    pub fn binary(&self, op: BinaryOp, other: &Var) -> Result<Var> {
+        let be = self.backend();
+        let (a, b) = (self.value(), other.value());
+        let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
+        let mut c = alloc::zeros(&**be, &plan.out)?;
+        ops::binary(&**be, op, &a, &b, &mut c)?;
+        if !op.is_differentiable() {
+            return Ok(Var::from_parts(Arc::new(c), be.clone(), false, None));
+        }
+        let backward: BackwardFn = Box::new(move |be, dy, needs| {
+            let mut da = need(needs, 0)
+                .then(|| alloc::zeros(be, a.shape()))
+                .transpose()?;
+            let mut db = need(needs, 1)
+                .then(|| alloc::zeros(be, b.shape()))
+                .transpose()?;
+            ops::binary_backward(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
+            Ok(vec![da, db])
+        });
+        Ok(Var::from_op(
+            op.name(),
+            Arc::new(c),
+            be,
+            &[self, other],
+            backward,
+        ))
+    }
+}

@@ -1,0 +1,36 @@
+//! Gathering slices along an axis (`index_select`, embeddings).
+
+use super::alloc;
+use super::node::BackwardFn;
+use super::var::Var;
+use crate::ops;
+use crate::{Result, Shape};
+use std::sync::Arc;
+
+impl Var {
+    /// The slices `indices[j]` (an integer vector) of `self` along `axis`,
+    /// stacked: the result's axis has one entry per index. The gradient adds
+    /// up over repeated indices.
+    pub fn index_select(&self, axis: usize, indices: &Var) -> Result<Var> {
+        let be = self.backend();
+        let (x, idx) = (self.value(), indices.value());
+        x.shape().dim("index_select", axis)?;
+        let mut dims = x.dims().to_vec();
+        dims[axis] = idx.numel();
+        let mut y = alloc::zeros(&**be, &Shape::new(dims)?)?;
+        ops::index_select(&**be, &x, axis, &idx, &mut y)?;
+        let x_shape = x.shape().clone();
+        let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let mut dx = alloc::zeros(be, &x_shape)?;
+            ops::index_add(be, &dy, axis, &idx, &mut dx)?;
+            Ok(vec![Some(dx)])
+        });
+        Ok(Var::from_op(
+            "index_select",
+            Arc::new(y),
+            be,
+            &[self],
+            backward,
+        ))
+    }
+}

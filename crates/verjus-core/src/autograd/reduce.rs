@@ -1,0 +1,67 @@
+//! Reductions over axes: `sum`, `mean`, `max`, `min`.
+
+use super::alloc;
+use super::node::BackwardFn;
+use super::var::Var;
+use crate::ops::{self, ReduceOp, ReducePlan};
+use crate::Result;
+use std::sync::Arc;
+
+impl Var {
+    /// Sum over `axes`; `keepdims` keeps them as size 1.
+    pub fn sum(&self, axes: &[usize], keepdims: bool) -> Result<Var> {
+        self.reduce(ReduceOp::Sum, axes, keepdims)
+    }
+
+    /// Mean over `axes`; `keepdims` keeps them as size 1.
+    pub fn mean(&self, axes: &[usize], keepdims: bool) -> Result<Var> {
+        self.reduce(ReduceOp::Mean, axes, keepdims)
+    }
+
+    /// Maximum over `axes`; ties share the gradient evenly.
+    pub fn max(&self, axes: &[usize], keepdims: bool) -> Result<Var> {
+        self.reduce(ReduceOp::Max, axes, keepdims)
+    }
+
+    /// Minimum over `axes`; ties share the gradient evenly.
+    pub fn min(&self, axes: &[usize], keepdims: bool) -> Result<Var> {
+        self.reduce(ReduceOp::Min, axes, keepdims)
+    }
+
+    /// The sum of all elements, as a scalar (shape `[]`).
+    pub fn sum_all(&self) -> Result<Var> {
+        self.reduce(ReduceOp::Sum, &self.all_axes(), false)
+    }
+
+    /// The mean of all elements, as a scalar (shape `[]`).
+    pub fn mean_all(&self) -> Result<Var> {
+        self.reduce(ReduceOp::Mean, &self.all_axes(), false)
+    }
+
+    fn all_axes(&self) -> Vec<usize> {
+        (0..self.shape().rank()).collect()
+    }
+
+    /// `op` over `axes`; `keepdims` keeps them as size 1.
+    pub fn reduce(&self, op: ReduceOp, axes: &[usize], keepdims: bool) -> Result<Var> {
+        let be = self.backend();
+        let x = self.value();
+        let plan = ReducePlan::new(op, x.shape(), axes)?;
+        let shape = if keepdims {
+            plan.keepdims.clone()
+        } else {
+            plan.squeezed()
+        };
+        let mut y = alloc::zeros(&**be, &shape)?;
+        ops::reduce(&**be, op, &x, axes, &mut y)?;
+        let y = Arc::new(y);
+        let saved_y = y.clone();
+        let axes = axes.to_vec();
+        let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let mut dx = alloc::zeros(be, x.shape())?;
+            ops::reduce_backward(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
+            Ok(vec![Some(dx)])
+        });
+        Ok(Var::from_op(op.name(), y, be, &[self], backward))
+    }
+}

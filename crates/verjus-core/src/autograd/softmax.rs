@@ -1,0 +1,37 @@
+//! Softmax and log-softmax along one axis.
+
+use super::alloc;
+use super::node::BackwardFn;
+use super::var::Var;
+use crate::ops;
+use crate::Result;
+use std::sync::Arc;
+
+impl Var {
+    /// Softmax along `axis`.
+    pub fn softmax(&self, axis: usize) -> Result<Var> {
+        self.softmax_impl(axis, false)
+    }
+
+    /// Log-softmax along `axis` (stable; prefer it to `softmax().log()`).
+    pub fn log_softmax(&self, axis: usize) -> Result<Var> {
+        self.softmax_impl(axis, true)
+    }
+
+    fn softmax_impl(&self, axis: usize, log: bool) -> Result<Var> {
+        let be = self.backend();
+        let x = self.value();
+        let mut y = alloc::zeros(&**be, x.shape())?;
+        ops::softmax(&**be, &x, axis, log, &mut y)?;
+        let y = Arc::new(y);
+        // The gradient needs only the output.
+        let saved_y = y.clone();
+        let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let mut dx = alloc::zeros(be, dy.shape())?;
+            ops::softmax_backward(be, &saved_y, &dy, axis, log, &mut dx)?;
+            Ok(vec![Some(dx)])
+        });
+        let name = if log { "log_softmax" } else { "softmax" };
+        Ok(Var::from_op(name, y, be, &[self], backward))
+    }
+}

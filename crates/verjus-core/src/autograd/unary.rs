@@ -1,0 +1,113 @@
+//! Elementwise unary ops: activations, `exp`/`log`/`sqrt`/..., and the scalar
+//! ops `neg`, `scale`, `add_scalar`, `powf`.
+
+use super::alloc;
+use super::node::BackwardFn;
+use super::var::Var;
+use crate::ops::{self, UnaryOp};
+use crate::Result;
+use std::sync::Arc;
+
+impl Var {
+    /// `max(x, 0)`.
+    pub fn relu(&self) -> Result<Var> {
+        self.unary(UnaryOp::Relu)
+    }
+
+    /// The logistic function.
+    pub fn sigmoid(&self) -> Result<Var> {
+        self.unary(UnaryOp::Sigmoid)
+    }
+
+    /// Hyperbolic tangent.
+    pub fn tanh(&self) -> Result<Var> {
+        self.unary(UnaryOp::Tanh)
+    }
+
+    /// Exact GELU, `x * Phi(x)`.
+    pub fn gelu(&self) -> Result<Var> {
+        self.unary(UnaryOp::Gelu)
+    }
+
+    /// `e^x`.
+    pub fn exp(&self) -> Result<Var> {
+        self.unary(UnaryOp::Exp)
+    }
+
+    /// Natural logarithm.
+    pub fn log(&self) -> Result<Var> {
+        self.unary(UnaryOp::Log)
+    }
+
+    /// Square root.
+    pub fn sqrt(&self) -> Result<Var> {
+        self.unary(UnaryOp::Sqrt)
+    }
+
+    /// `1 / sqrt(x)`.
+    pub fn rsqrt(&self) -> Result<Var> {
+        self.unary(UnaryOp::Rsqrt)
+    }
+
+    /// `|x|` (gradient 0 at 0).
+    pub fn abs(&self) -> Result<Var> {
+        self.unary(UnaryOp::Abs)
+    }
+
+    /// `x * x`.
+    pub fn square(&self) -> Result<Var> {
+        self.unary(UnaryOp::Square)
+    }
+
+    /// `1 / x`.
+    pub fn recip(&self) -> Result<Var> {
+        self.unary(UnaryOp::Recip)
+    }
+
+    /// `x ^ p`.
+    pub fn powf(&self, p: f32) -> Result<Var> {
+        self.unary(UnaryOp::Powf(p))
+    }
+
+    /// `-x`.
+    pub fn neg(&self) -> Result<Var> {
+        self.unary(UnaryOp::Neg)
+    }
+
+    /// `x * s`.
+    pub fn scale(&self, s: f32) -> Result<Var> {
+        self.unary(UnaryOp::Scale(s))
+    }
+
+    /// `x + s`.
+    pub fn add_scalar(&self, s: f32) -> Result<Var> {
+        self.unary(UnaryOp::AddScalar(s))
+    }
+
+    /// `op(x)` elementwise.
+    pub fn unary(&self, op: UnaryOp) -> Result<Var> {
+        let be = self.backend();
+        let x = self.value();
+        let mut y = alloc::zeros(&**be, x.shape())?;
+        ops::unary(&**be, op, &x, &mut y)?;
+        let y = Arc::new(y);
+        let backward: BackwardFn = match op {
+            // Linear ops: the gradient does not depend on x, so nothing is saved.
+            UnaryOp::AddScalar(_) => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
+            UnaryOp::Neg | UnaryOp::Scale(_) => Box::new(move |be, dy, _| {
+                let mut dx = alloc::zeros(be, dy.shape())?;
+                ops::unary(be, op, &dy, &mut dx)?;
+                Ok(vec![Some(dx)])
+            }),
+            _ => {
+                let y = y.clone();
+                Box::new(move |be, dy, _| {
+                    let mut dx = alloc::zeros(be, x.shape())?;
+                    ops::unary_backward(be, op, &x, &y, &dy, &mut dx)?;
+                    Ok(vec![Some(dx)])
+                })
+            }
+        };
+        Ok(Var::from_op(op.name(), y, be, &[self], backward))
+    }
+}
