@@ -1,0 +1,2 @@
+//! verjus-nn: the static network graph.
+pub mod def;
