@@ -115,6 +115,9 @@ fn is_last_axis(a: &isize) -> bool {
 pub enum LayerConfig {
     /// `y = x W^T + b` over the last axis; the input's last axis is `in_features`.
     Linear {
+        /// Optional check of the input's last axis (inferred when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_features: Option<usize>,
         out_features: usize,
         #[serde(default = "yes", skip_serializing_if = "is_true")]
         bias: bool,
