@@ -187,13 +187,14 @@ impl Context {
         }
         let replan = self.plan.input_grads != self.input_grads;
         let resize = batch != self.batch;
-        let plan = if replan {
-            GradPlan::new(net, self.input_grads)
-        } else {
-            self.plan.clone()
-        };
-        let old_plan = std::mem::replace(&mut self.plan, plan);
-        let result = self.reallocate(net, be, batch, backward, replan, resize);
+        if !replan && !resize && (self.grads_allocated || !backward) {
+            return Ok(());
+        }
+        if !replan {
+            return self.reallocate(net, be, batch, backward, false, resize);
+        }
+        let old_plan = std::mem::replace(&mut self.plan, GradPlan::new(net, self.input_grads));
+        let result = self.reallocate(net, be, batch, backward, true, resize);
         if result.is_err() {
             self.plan = old_plan;
         }

@@ -41,16 +41,8 @@ impl Network {
             None => ctx.batch(),
         };
         for (i, t) in inputs.iter().enumerate() {
-            let expected = batched(batch, &self.value_units[i]);
-            if t.dims() != expected.as_slice() {
-                return Err(Error::shape(
-                    op,
-                    format!("input {:?}", self.def().inputs[i].name),
-                    fmt_shape(&expected),
-                    t.shape(),
-                ));
-            }
-            check_tensor(op, be, &format!("input {:?}", self.def().inputs[i].name), t)?;
+            let what = || format!("input {:?}", self.def().inputs[i].name);
+            check_tensor(op, be, what, batch, &self.value_units[i], t)?;
         }
         ctx.prepare(self, be, batch, false)?;
         ctx.forward = None;
@@ -125,12 +117,8 @@ impl Network {
         let batch = ctx.batch();
         for (k, t) in output_grads.iter().enumerate() {
             let (name, v) = &self.outputs[k];
-            let expected = batched(batch, &self.value_units[*v]);
-            let what = format!("gradient of output {name:?}");
-            if t.dims() != expected.as_slice() {
-                return Err(Error::shape(op, what, fmt_shape(&expected), t.shape()));
-            }
-            check_tensor(op, be, &what, t)?;
+            let what = || format!("gradient of output {name:?}");
+            check_tensor(op, be, what, batch, &self.value_units[*v], t)?;
         }
         ctx.prepare(self, be, batch, true)?;
         ctx.backward_done = false;
@@ -245,12 +233,29 @@ fn complete_value(
     result
 }
 
-/// A caller's tensor must be f32 on the backend's device.
-fn check_tensor(op: &str, be: &dyn Backend, what: &str, t: &Tensor) -> Result<()> {
+/// A caller's tensor must be f32, `[batch] + unit`, on the backend's device;
+/// `what` names it in the error (built only then: this runs every step).
+fn check_tensor(
+    op: &str,
+    be: &dyn Backend,
+    what: impl Fn() -> String,
+    batch: usize,
+    unit: &[usize],
+    t: &Tensor,
+) -> Result<()> {
+    let dims = t.dims();
+    if dims.first() != Some(&batch) || &dims[1..] != unit {
+        return Err(Error::shape(
+            op,
+            what(),
+            fmt_shape(&batched(batch, unit)),
+            t.shape(),
+        ));
+    }
     if t.device() != be.device() {
         return Err(Error::WrongDevice {
             op: op.into(),
-            what: what.into(),
+            what: what(),
             expected: be.device(),
             actual: t.device(),
         });
@@ -258,7 +263,7 @@ fn check_tensor(op: &str, be: &dyn Backend, what: &str, t: &Tensor) -> Result<()
     if t.dtype() != DType::F32 {
         return Err(Error::DTypeMismatch {
             op: op.into(),
-            what: what.into(),
+            what: what(),
             expected: DType::F32,
             actual: t.dtype(),
         });

@@ -227,3 +227,31 @@ fn nested_scopes() {
     );
     check_gradients(n, vec![rand_tensor(&be(), &[3, 4], 16)], None, EPS, TOL);
 }
+
+#[test]
+fn input_gradients_can_be_switched_on_one_context() {
+    // Concat with one input needing no gradient takes the split's scratch path.
+    let n = build(
+        r#"{"inputs": [{"name": "a", "shape": [3]}, {"name": "b", "shape": [2]}],
+            "layers": [
+              {"name": "fa", "type": "Linear", "out_features": 4, "inputs": ["a"]},
+              {"name": "cat", "type": "Concat", "axis": 0, "inputs": ["fa", "b"]},
+              {"name": "fc", "type": "Linear", "out_features": 2}
+            ]}"#,
+        5,
+    );
+    let be = be();
+    let (a, b) = (rand_tensor(&be, &[3, 3], 1), rand_tensor(&be, &[3, 2], 2));
+    let dy = rand_tensor(&be, &[3, 2], 3);
+    let mut ctx = n.new_context(&be, 3).unwrap();
+    let mut grads = Vec::new();
+    for on in [false, true, false] {
+        ctx.set_input_grads(on);
+        n.compute_output(&be, &mut ctx, &[&a, &b]).unwrap();
+        n.compute_gradients(&be, &mut ctx, &[&dy]).unwrap();
+        assert_eq!(ctx.input_grad(1).is_some(), on);
+        grads.push(crate::common::host(&be, &ctx.param_grads()[0]));
+    }
+    assert_eq!(grads[0], grads[1]);
+    assert_eq!(grads[0], grads[2]);
+}
