@@ -94,6 +94,9 @@ impl Network {
         for (l, leaf) in flat.leaves.iter().enumerate() {
             if leaf.share.is_none() {
                 for spec in &built[position[l]].2.params {
+                    Shape::new(spec.shape.clone()).map_err(|e| {
+                        Error::definition(&leaf.path, format!("{} is too large: {e}", spec.role))
+                    })?;
                     param_ids[l].push(specs.len());
                     specs.push((format!("{}.{}", leaf.path, spec.role), spec.clone()));
                 }

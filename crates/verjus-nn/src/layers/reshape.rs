@@ -12,7 +12,9 @@ pub(crate) struct Reshape;
 pub(crate) fn build(path: &str, inputs: &[Vec<usize>], shape: Vec<usize>) -> Result<Built> {
     expect_inputs(path, "Reshape", inputs, 1)?;
     let from: usize = inputs[0].iter().product();
-    let to: usize = shape.iter().product();
+    let to = verjus_core::Shape::new(shape.clone())
+        .map_err(|e| Error::definition(path, format!("bad target shape: {e}")))?
+        .numel();
     if from != to {
         return Err(Error::definition(
             path,

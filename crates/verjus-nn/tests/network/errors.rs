@@ -143,3 +143,20 @@ fn reshape_and_inputs() {
     ));
     assert_mentions(&e, &["\"act\"", "1 input"]);
 }
+
+#[test]
+fn absurd_sizes_are_errors_not_panics() {
+    let e = error(&layers(
+        r#"{"name": "re", "type": "Reshape", "shape": [1099511627776, 1099511627776]}"#,
+    ));
+    assert_mentions(&e, &["\"re\""]);
+    let e = error(&layers(
+        r#"{"name": "fc", "type": "Linear", "out_features": 1099511627776}"#,
+    ));
+    assert_mentions(&e, &["\"fc\"", "too large"]);
+    let e = error(
+        r#"{"inputs": [{"name": "img", "shape": [1, 4, 4]}], "layers": [
+            {"name": "conv", "type": "Conv2d", "out_channels": 2, "kernel": 3, "padding": 4611686018427387904}]}"#,
+    );
+    assert_mentions(&e, &["\"conv\""]);
+}
