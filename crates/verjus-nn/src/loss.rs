@@ -157,3 +157,33 @@ fn mse(
     }
     mean(be, &sq)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Loss;
+
+    #[test]
+    fn losses_are_data() {
+        let ce: Loss = serde_json::from_str(r#"{"type": "SoftmaxCrossEntropy"}"#).unwrap();
+        assert_eq!(
+            ce,
+            Loss::SoftmaxCrossEntropy {
+                label_smoothing: 0.0
+            }
+        );
+        let mse: Loss = serde_json::from_str(r#"{"type": "Mse"}"#).unwrap();
+        assert_eq!(mse, Loss::Mse);
+        let text = serde_json::to_string(&Loss::SoftmaxCrossEntropy {
+            label_smoothing: 0.1,
+        })
+        .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Loss>(&text).unwrap().name(),
+            "SoftmaxCrossEntropy"
+        );
+        assert!(
+            serde_json::from_str::<Loss>(r#"{"type": "SoftmaxCrossEntropy", "smoothing": 1}"#)
+                .is_err()
+        );
+    }
+}
