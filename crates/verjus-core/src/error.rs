@@ -47,6 +47,14 @@ pub enum Error {
     /// The device (driver, library, memory) failed or is absent.
     #[error("device {device}: {msg}")]
     Device { device: String, msg: String },
+    /// A network definition is wrong (unknown input, cycle, shape mismatch, bad
+    /// setting); names the layer by its path.
+    #[error("layer {layer:?}: {msg}")]
+    Definition { layer: String, msg: String },
+    /// A file is missing, unreadable or malformed; names the file and, where it
+    /// helps, the byte offset.
+    #[error("{path}: {msg}")]
+    File { path: String, msg: String },
     /// Misuse of the autograd tape (e.g. backward of a non-scalar without a seed gradient).
     #[error("autograd: {0}")]
     Autograd(String),
@@ -75,6 +83,22 @@ impl Error {
     pub fn invalid(op: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::InvalidArgument {
             op: op.into(),
+            msg: msg.into(),
+        }
+    }
+
+    /// A definition error for `layer`.
+    pub fn definition(layer: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Definition {
+            layer: layer.into(),
+            msg: msg.into(),
+        }
+    }
+
+    /// A file error for `path`.
+    pub fn file(path: impl AsRef<std::path::Path>, msg: impl Into<String>) -> Self {
+        Error::File {
+            path: path.as_ref().display().to_string(),
             msg: msg.into(),
         }
     }

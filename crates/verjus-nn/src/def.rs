@@ -1,0 +1,291 @@
+//! Network definitions as data.
+//!
+//! A [`NetworkDef`] is plain JSON (serde): named inputs with their unit shapes
+//! (no batch axis), a list of layers, and the names of the outputs. Each layer
+//! names its inputs; a layer that names none takes the previous layer's output
+//! (or, for the first layer of a scope, that scope's input), so a plain list of
+//! layers reads as a sequential network and any DAG can be written by naming
+//! inputs. Containers (`Sequential`, `Graph`) nest scopes; a layer inside one is
+//! addressed by its path (`block1.conv`), which is also the prefix of its
+//! parameter names (`block1.conv.weight`).
+//!
+//! A layer may `share` the parameters of another layer of the same kind and
+//! shapes (by path); the gradients of all users are summed into the one
+//! parameter.
+
+use serde::{Deserialize, Serialize};
+use verjus_core::{Error, Result};
+
+/// The current definition format.
+pub const FORMAT_VERSION: u32 = 1;
+
+fn format_version() -> u32 {
+    FORMAT_VERSION
+}
+
+/// A whole network: inputs, layers, outputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkDef {
+    /// Version of this format; loading a newer version is an error.
+    #[serde(default = "format_version")]
+    pub format_version: u32,
+    /// Named inputs and their unit shapes (without the batch axis).
+    pub inputs: Vec<InputDef>,
+    /// The layers of the top-level scope.
+    pub layers: Vec<LayerDef>,
+    /// Names (paths) of the layers whose outputs the network returns; empty means
+    /// the last layer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+}
+
+/// A named network input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputDef {
+    pub name: String,
+    /// The shape of one example, e.g. `[1, 28, 28]`.
+    pub shape: Vec<usize>,
+}
+
+/// One layer: a name, where its inputs come from, and what it is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerDef {
+    /// Unique within its scope; must not contain '.'.
+    pub name: String,
+    /// Names of the layers or network inputs feeding this layer, resolved in this
+    /// scope first, then in enclosing scopes. Absent: the previous layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<String>>,
+    /// Path of a layer whose parameters this layer uses instead of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
+    /// The kind of layer and its settings.
+    #[serde(flatten)]
+    pub config: LayerConfig,
+}
+
+/// A size given once for both spatial axes (`3`) or per axis (`[3, 5]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Pair {
+    Same(usize),
+    PerAxis([usize; 2]),
+}
+
+impl Pair {
+    /// `[height, width]`.
+    pub fn get(self) -> [usize; 2] {
+        match self {
+            Pair::Same(v) => [v, v],
+            Pair::PerAxis(v) => v,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> Pair {
+    Pair::Same(1)
+}
+fn zero() -> Pair {
+    Pair::Same(0)
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn is_one(p: &Pair) -> bool {
+    p.get() == [1, 1]
+}
+fn is_zero(p: &Pair) -> bool {
+    p.get() == [0, 0]
+}
+fn last_axis() -> isize {
+    -1
+}
+fn is_last_axis(a: &isize) -> bool {
+    *a == -1
+}
+
+/// What a layer computes. Tagged by `"type"` in JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum LayerConfig {
+    /// `y = x W^T + b` over the last axis; the input's last axis is `in_features`.
+    Linear {
+        /// Optional check of the input's last axis (inferred when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        in_features: Option<usize>,
+        out_features: usize,
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        bias: bool,
+    },
+    /// 2-D convolution over `[C, H, W]` units.
+    Conv2d {
+        out_channels: usize,
+        kernel: Pair,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        stride: Pair,
+        #[serde(default = "zero", skip_serializing_if = "is_zero")]
+        padding: Pair,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        dilation: Pair,
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        bias: bool,
+    },
+    /// Max pooling over `[C, H, W]` units; the stride defaults to the kernel.
+    MaxPool2d {
+        kernel: Pair,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stride: Option<Pair>,
+        #[serde(default = "zero", skip_serializing_if = "is_zero")]
+        padding: Pair,
+    },
+    /// Average pooling (padding counts in the divisor).
+    AvgPool2d {
+        kernel: Pair,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stride: Option<Pair>,
+        #[serde(default = "zero", skip_serializing_if = "is_zero")]
+        padding: Pair,
+    },
+    ReLU,
+    Sigmoid,
+    Tanh,
+    GELU,
+    /// Softmax over a unit axis (negative counts from the end).
+    Softmax {
+        #[serde(default = "last_axis", skip_serializing_if = "is_last_axis")]
+        axis: isize,
+    },
+    /// Log-softmax over a unit axis (negative counts from the end).
+    LogSoftmax {
+        #[serde(default = "last_axis", skip_serializing_if = "is_last_axis")]
+        axis: isize,
+    },
+    /// Inverted dropout, active in training only.
+    Dropout {
+        p: f32,
+    },
+    /// Flattens the unit shape to one axis.
+    Flatten,
+    /// Reshapes the unit shape (same element count).
+    Reshape {
+        shape: Vec<usize>,
+    },
+    /// Sum of two or more inputs of the same shape (residual connections).
+    Add,
+    /// Concatenation of the inputs along a unit axis (negative counts from the end).
+    Concat {
+        axis: isize,
+    },
+    /// A scope whose layers chain; its output is its last layer's.
+    Sequential {
+        layers: Vec<LayerDef>,
+    },
+    /// A scope whose layers name their inputs; its output is `outputs[0]`
+    /// (other outputs are reachable by path).
+    Graph {
+        layers: Vec<LayerDef>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        outputs: Vec<String>,
+    },
+}
+
+impl LayerConfig {
+    /// The `"type"` tag, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LayerConfig::Linear { .. } => "Linear",
+            LayerConfig::Conv2d { .. } => "Conv2d",
+            LayerConfig::MaxPool2d { .. } => "MaxPool2d",
+            LayerConfig::AvgPool2d { .. } => "AvgPool2d",
+            LayerConfig::ReLU => "ReLU",
+            LayerConfig::Sigmoid => "Sigmoid",
+            LayerConfig::Tanh => "Tanh",
+            LayerConfig::GELU => "GELU",
+            LayerConfig::Softmax { .. } => "Softmax",
+            LayerConfig::LogSoftmax { .. } => "LogSoftmax",
+            LayerConfig::Dropout { .. } => "Dropout",
+            LayerConfig::Flatten => "Flatten",
+            LayerConfig::Reshape { .. } => "Reshape",
+            LayerConfig::Add => "Add",
+            LayerConfig::Concat { .. } => "Concat",
+            LayerConfig::Sequential { .. } => "Sequential",
+            LayerConfig::Graph { .. } => "Graph",
+        }
+    }
+}
+
+impl NetworkDef {
+    /// Parses a definition from JSON text; errors name the line and column.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let def: NetworkDef = serde_json::from_str(text)
+            .map_err(|e| Error::definition("<definition>", format!("invalid JSON: {e}")))?;
+        if def.format_version > FORMAT_VERSION {
+            return Err(Error::definition(
+                "<definition>",
+                format!(
+                    "format_version {} is newer than this verjus understands ({FORMAT_VERSION})",
+                    def.format_version
+                ),
+            ));
+        }
+        Ok(def)
+    }
+
+    /// The definition as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a NetworkDef always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CNN: &str = r#"{
+        "inputs": [{"name": "image", "shape": [1, 28, 28]}],
+        "layers": [
+            {"name": "conv1", "type": "Conv2d", "out_channels": 32, "kernel": 3, "padding": 1},
+            {"name": "relu1", "type": "ReLU"},
+            {"name": "pool1", "type": "MaxPool2d", "kernel": 2},
+            {"name": "flat", "type": "Flatten"},
+            {"name": "fc", "type": "Linear", "out_features": 10, "bias": false}
+        ]
+    }"#;
+
+    #[test]
+    fn parses_and_round_trips() {
+        let def = NetworkDef::from_json(CNN).unwrap();
+        assert_eq!(def.format_version, FORMAT_VERSION);
+        assert_eq!(def.layers[0].config.kind(), "Conv2d");
+        match &def.layers[0].config {
+            LayerConfig::Conv2d {
+                kernel,
+                padding,
+                stride,
+                ..
+            } => {
+                assert_eq!(
+                    (kernel.get(), padding.get(), stride.get()),
+                    ([3, 3], [1, 1], [1, 1])
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let again = NetworkDef::from_json(&def.to_json()).unwrap();
+        assert_eq!(def, again);
+    }
+
+    #[test]
+    fn unknown_type_and_fields_are_errors() {
+        let bad = CNN.replace("\"ReLU\"", "\"Relu6\"");
+        let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+        assert!(err.contains("Relu6"), "{err}");
+        let bad = CNN.replace("\"inputs\"", "\"inptus\"");
+        assert!(NetworkDef::from_json(&bad).is_err());
+    }
+}

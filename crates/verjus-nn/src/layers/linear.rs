@@ -1,0 +1,171 @@
+//! Linear: `y = x W^T + b` over the last axis, with PyTorch's layout
+//! (`weight [out, in]`, `bias [out]`).
+//!
+//! Forward broadcasts the bias into `y` (a multiply of a per-context column of
+//! ones with `b`) and lets the GEMM accumulate `x W^T` on top, so the output is
+//! written once and read once. Backward is two GEMMs (`dW = dy^T x`,
+//! `dx = dy W`) and a reduction for `db`, all sums over the batch.
+//!
+//! Inputs with extra leading unit axes (`[N, T, in]`) run as a batched GEMM
+//! forward; for `dW` the rows are first copied into `[N*T, ...]` matrices so
+//! that one GEMM sums over all of them.
+
+use super::{
+    expect_inputs, fmt_shape, scratch_at, Backward, Built, Forward, Layer, ParamSpec, Scratch,
+};
+use crate::descriptor::Init;
+use crate::parameter::default_bound;
+use verjus_core::ops::{self, BinaryOp, GemmSpec, ReduceOp};
+use verjus_core::{Backend, Error, Result};
+
+#[derive(Debug)]
+pub(crate) struct Linear {
+    /// Input unit shape (`[..., in]`).
+    unit: Vec<usize>,
+    out: usize,
+    bias: bool,
+    /// Axes of the batched output that `db` sums over (all but the last).
+    sum_axes: Vec<usize>,
+}
+
+pub(crate) fn build(
+    path: &str,
+    inputs: &[Vec<usize>],
+    in_features: Option<usize>,
+    out: usize,
+    bias: bool,
+) -> Result<Built> {
+    expect_inputs(path, "Linear", inputs, 1)?;
+    let unit = &inputs[0];
+    let Some(&fan_in) = unit.last() else {
+        return Err(Error::definition(
+            path,
+            "Linear needs an input with a feature axis, got shape []",
+        ));
+    };
+    if let Some(expected) = in_features {
+        if expected != fan_in {
+            return Err(Error::definition(
+                path,
+                format!(
+                    "Linear expects input [*, {expected}] (in_features = {expected}), got {}",
+                    fmt_shape(unit)
+                ),
+            ));
+        }
+    }
+    if out == 0 || fan_in == 0 {
+        return Err(Error::definition(
+            path,
+            format!(
+                "Linear needs positive sizes: in_features = {fan_in} (input {}), out_features = {out}",
+                fmt_shape(unit)
+            ),
+        ));
+    }
+    let mut output = unit.clone();
+    if let Some(last) = output.last_mut() {
+        *last = out;
+    }
+    let init = Init::Uniform {
+        bound: default_bound(fan_in),
+    };
+    let mut params = vec![ParamSpec {
+        role: "weight",
+        shape: vec![out, fan_in],
+        init,
+    }];
+    if bias {
+        params.push(ParamSpec {
+            role: "bias",
+            shape: vec![out],
+            init,
+        });
+    }
+    Ok(Built {
+        layer: Box::new(Linear {
+            unit: unit.clone(),
+            out,
+            bias,
+            sum_axes: (0..unit.len()).collect(),
+        }),
+        output,
+        params,
+    })
+}
+
+impl Linear {
+    /// Whether the input has leading unit axes before the features.
+    fn has_leading_axes(&self) -> bool {
+        self.unit.len() > 1
+    }
+
+    /// Index of the first matrix scratch buffer (after the column of ones).
+    fn flat_scratch(&self) -> usize {
+        usize::from(self.bias)
+    }
+}
+
+impl Layer for Linear {
+    fn forward(&self, be: &dyn Backend, io: Forward<'_>) -> Result<()> {
+        let x = io.x.get(0)?;
+        let w = io.params.get(0)?;
+        let mut spec = GemmSpec::new(false, true);
+        if self.bias {
+            let ones = scratch_at(io.scratch, 0)?;
+            ops::binary(be, BinaryOp::Mul, ones, io.params.get(1)?, io.y)?;
+            spec = spec.accumulate();
+        }
+        ops::gemm(be, x, w, io.y, spec)
+    }
+
+    fn backward(&self, be: &dyn Backend, mut io: Backward<'_>) -> Result<()> {
+        let x = io.x.get(0)?;
+        let dy = io.dy;
+        {
+            let dw = io.dparams.get(0)?;
+            if self.has_leading_axes() {
+                let i = self.flat_scratch();
+                let (xs, dys) = io.scratch.split_at_mut(i + 1);
+                let x2 = scratch_at(xs, i)?;
+                let dy2 = scratch_at(dys, 0)?;
+                ops::copy(be, x, x2)?;
+                ops::copy(be, dy, dy2)?;
+                ops::gemm(be, dy2, x2, dw, GemmSpec::new(true, false))?;
+            } else {
+                ops::gemm(be, dy, x, dw, GemmSpec::new(true, false))?;
+            }
+        }
+        if self.bias {
+            let db = io.dparams.get(1)?;
+            ops::reduce(be, ReduceOp::Sum, dy, &self.sum_axes, db)?;
+        }
+        if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
+            ops::gemm(be, dy, io.params.get(0)?, dx, GemmSpec::default())?;
+        }
+        Ok(())
+    }
+
+    fn scratch(&self, _needs_dx: &[bool]) -> Vec<Scratch> {
+        let mut s = Vec::new();
+        if self.bias {
+            let mut ones = self.unit.clone();
+            if let Some(last) = ones.last_mut() {
+                *last = 1;
+            }
+            s.push(Scratch::batched(ones, 1.0));
+        }
+        if self.has_leading_axes() {
+            let rows: usize = self.unit[..self.unit.len() - 1].iter().product();
+            let fan_in = self.unit[self.unit.len() - 1];
+            for cols in [fan_in, self.out] {
+                s.push(Scratch {
+                    unit: vec![rows, cols],
+                    merge_batch: true,
+                    fill: 0.0,
+                });
+            }
+        }
+        s
+    }
+}

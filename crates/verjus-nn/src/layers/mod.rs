@@ -1,0 +1,311 @@
+//! Leaf layers: shape inference at build time, and the forward and backward
+//! computations through `verjus_core::ops` at run time.
+//!
+//! A layer object is static (it holds only its settings and unit shapes); all
+//! per-invocation data (activations, gradients, scratch buffers, the dropout
+//! stream) reaches it through [`Forward`] and [`Backward`], which the network
+//! fills from a [`crate::Context`]. Because layers compute only through the
+//! validated op set, they run unchanged on every backend.
+//!
+//! Backward *overwrites* its destinations: where a value or a parameter
+//! receives several contributions, the network gives each contributor its own
+//! buffer and sums them (see `gradplan`).
+
+mod activation;
+mod add;
+mod concat;
+mod conv2d;
+mod dropout;
+mod linear;
+mod pool;
+mod reshape;
+mod softmax;
+
+use crate::def::LayerConfig;
+use crate::descriptor::Init;
+use crate::parameter::Parameter;
+use std::fmt;
+use verjus_core::{Backend, Error, Result, Tensor};
+
+/// A per-context buffer a layer asks for, filled with `fill` once at allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Scratch {
+    pub unit: Vec<usize>,
+    /// `[batch] + unit` when false; `unit` with its first axis multiplied by the
+    /// batch size when true (a matrix with one row per example and position).
+    pub merge_batch: bool,
+    pub fill: f32,
+}
+
+impl Scratch {
+    /// `[batch] + unit`.
+    pub fn batched(unit: Vec<usize>, fill: f32) -> Self {
+        Scratch {
+            unit,
+            merge_batch: false,
+            fill,
+        }
+    }
+
+    /// The shape at batch size `batch`.
+    pub fn dims(&self, batch: usize) -> Vec<usize> {
+        match (self.merge_batch, self.unit.split_first()) {
+            (true, Some((&rows, rest))) => {
+                let mut dims = vec![batch.saturating_mul(rows)];
+                dims.extend_from_slice(rest);
+                dims
+            }
+            _ => batched(batch, &self.unit),
+        }
+    }
+}
+
+/// A parameter a layer declares: role (`weight`), shape and initialiser.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ParamSpec {
+    pub role: &'static str,
+    pub shape: Vec<usize>,
+    pub init: Init,
+}
+
+/// The result of building a layer from its config and input unit shapes.
+pub(crate) struct Built {
+    pub layer: Box<dyn Layer>,
+    pub output: Vec<usize>,
+    pub params: Vec<ParamSpec>,
+}
+
+/// Read access to a layer's inputs among the network's values.
+#[derive(Clone, Copy)]
+pub(crate) struct Inputs<'a> {
+    pub ids: &'a [usize],
+    pub values: &'a [Tensor],
+}
+
+impl<'a> Inputs<'a> {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn get(&self, k: usize) -> Result<&'a Tensor> {
+        self.ids
+            .get(k)
+            .and_then(|&v| self.values.get(v))
+            .ok_or_else(|| internal("input index out of range"))
+    }
+}
+
+/// Read access to a layer's parameters.
+#[derive(Clone, Copy)]
+pub(crate) struct Params<'a> {
+    pub ids: &'a [usize],
+    pub all: &'a [Parameter],
+}
+
+impl<'a> Params<'a> {
+    pub fn get(&self, j: usize) -> Result<&'a Tensor> {
+        self.ids
+            .get(j)
+            .and_then(|&p| self.all.get(p))
+            .map(|p| &p.value)
+            .ok_or_else(|| internal("parameter index out of range"))
+    }
+}
+
+/// Where a layer's parameter gradient goes: the parameter's gradient itself,
+/// or (for a shared parameter) this user's own buffer that the network sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParamDst {
+    Grad(usize),
+    Edge(usize),
+}
+
+/// Write access to a layer's parameter-gradient destinations, one at a time.
+pub(crate) struct ParamGrads<'a> {
+    pub dst: &'a [ParamDst],
+    pub grads: &'a mut [Tensor],
+    pub edges: &'a mut [Option<Tensor>],
+}
+
+impl ParamGrads<'_> {
+    pub fn get(&mut self, j: usize) -> Result<&mut Tensor> {
+        match self.dst.get(j) {
+            Some(ParamDst::Grad(p)) => self.grads.get_mut(*p),
+            Some(ParamDst::Edge(e)) => self.edges.get_mut(*e).and_then(Option::as_mut),
+            None => None,
+        }
+        .ok_or_else(|| internal("parameter gradient missing"))
+    }
+}
+
+/// The dropout stream of one layer for one step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stream {
+    pub seed: u64,
+    pub offset: u64,
+}
+
+/// Everything a forward computation reads and writes.
+pub(crate) struct Forward<'a> {
+    pub x: Inputs<'a>,
+    pub y: &'a mut Tensor,
+    pub params: Params<'a>,
+    pub scratch: &'a mut [Tensor],
+    pub train: bool,
+    pub stream: Stream,
+}
+
+/// Everything a backward computation reads and writes. `dx[k]` is `None` when
+/// input `k` needs no gradient.
+pub(crate) struct Backward<'a> {
+    pub x: Inputs<'a>,
+    pub y: &'a Tensor,
+    pub dy: &'a Tensor,
+    pub dx: &'a mut [Option<Tensor>],
+    pub params: Params<'a>,
+    pub dparams: ParamGrads<'a>,
+    pub scratch: &'a mut [Tensor],
+    pub train: bool,
+    pub stream: Stream,
+}
+
+/// A leaf layer's run-time behaviour.
+pub(crate) trait Layer: Send + Sync + fmt::Debug {
+    /// `y = f(x; params)`.
+    fn forward(&self, be: &dyn Backend, io: Forward<'_>) -> Result<()>;
+    /// Input gradients (where wanted) and parameter gradients from `dy`.
+    fn backward(&self, be: &dyn Backend, io: Backward<'_>) -> Result<()>;
+    /// Scratch buffers per context; `needs_dx[k]` tells whether input `k` gets a gradient.
+    fn scratch(&self, needs_dx: &[bool]) -> Vec<Scratch> {
+        let _ = needs_dx;
+        Vec::new()
+    }
+}
+
+/// An error for a broken internal invariant (never a user's mistake).
+pub(crate) fn internal(msg: &str) -> Error {
+    Error::invalid("verjus-nn (internal)", msg.to_string())
+}
+
+/// The scratch buffer `i`, or an internal error.
+pub(crate) fn scratch_at(scratch: &mut [Tensor], i: usize) -> Result<&mut Tensor> {
+    scratch
+        .get_mut(i)
+        .ok_or_else(|| internal("scratch buffer missing"))
+}
+
+/// Fails unless the layer has exactly `n` inputs.
+pub(crate) fn expect_inputs(path: &str, kind: &str, shapes: &[Vec<usize>], n: usize) -> Result<()> {
+    if shapes.len() != n {
+        return Err(Error::definition(
+            path,
+            format!("{kind} takes {n} input(s), got {}", shapes.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// A unit axis from a possibly negative index, or a definition error.
+pub(crate) fn unit_axis(path: &str, axis: isize, shape: &[usize]) -> Result<usize> {
+    let rank = shape.len() as isize;
+    let a = if axis < 0 { axis + rank } else { axis };
+    if a < 0 || a >= rank {
+        return Err(Error::definition(
+            path,
+            format!(
+                "axis {axis} is out of range for input shape {} of rank {rank}",
+                fmt_shape(shape)
+            ),
+        ));
+    }
+    Ok(a as usize)
+}
+
+/// `[a, b, c]`.
+pub(crate) fn fmt_shape(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// Builds the layer for `config` given its inputs' unit shapes.
+pub(crate) fn build(path: &str, config: &LayerConfig, inputs: &[Vec<usize>]) -> Result<Built> {
+    use activation::Activation;
+    use verjus_core::ops::UnaryOp;
+    match config {
+        LayerConfig::Linear {
+            in_features,
+            out_features,
+            bias,
+        } => linear::build(path, inputs, *in_features, *out_features, *bias),
+        LayerConfig::Conv2d {
+            out_channels,
+            kernel,
+            stride,
+            padding,
+            dilation,
+            bias,
+        } => conv2d::build(
+            path,
+            inputs,
+            conv2d::Settings {
+                out_channels: *out_channels,
+                kernel: kernel.get(),
+                stride: stride.get(),
+                padding: padding.get(),
+                dilation: dilation.get(),
+                bias: *bias,
+            },
+        ),
+        LayerConfig::MaxPool2d {
+            kernel,
+            stride,
+            padding,
+        } => pool::build(
+            path,
+            inputs,
+            verjus_core::ops::PoolKind::Max,
+            *kernel,
+            *stride,
+            *padding,
+        ),
+        LayerConfig::AvgPool2d {
+            kernel,
+            stride,
+            padding,
+        } => pool::build(
+            path,
+            inputs,
+            verjus_core::ops::PoolKind::Avg,
+            *kernel,
+            *stride,
+            *padding,
+        ),
+        LayerConfig::ReLU => Activation::build(path, "ReLU", inputs, UnaryOp::Relu),
+        LayerConfig::Sigmoid => Activation::build(path, "Sigmoid", inputs, UnaryOp::Sigmoid),
+        LayerConfig::Tanh => Activation::build(path, "Tanh", inputs, UnaryOp::Tanh),
+        LayerConfig::GELU => Activation::build(path, "GELU", inputs, UnaryOp::Gelu),
+        LayerConfig::Softmax { axis } => softmax::build(path, inputs, *axis, false),
+        LayerConfig::LogSoftmax { axis } => softmax::build(path, inputs, *axis, true),
+        LayerConfig::Dropout { p } => dropout::build(path, inputs, *p),
+        LayerConfig::Flatten => {
+            expect_inputs(path, "Flatten", inputs, 1)?;
+            let numel = inputs[0].iter().product();
+            reshape::build(path, inputs, vec![numel])
+        }
+        LayerConfig::Reshape { shape } => reshape::build(path, inputs, shape.clone()),
+        LayerConfig::Add => add::build(path, inputs),
+        LayerConfig::Concat { axis } => concat::build(path, inputs, *axis),
+        LayerConfig::Sequential { .. } | LayerConfig::Graph { .. } => Err(Error::definition(
+            path,
+            "containers are flattened before layers are built",
+        )),
+    }
+}
+
+/// `[batch] + unit`.
+pub(crate) fn batched(batch: usize, unit: &[usize]) -> Vec<usize> {
+    let mut dims = Vec::with_capacity(unit.len() + 1);
+    dims.push(batch);
+    dims.extend_from_slice(unit);
+    dims
+}

@@ -1,0 +1,56 @@
+//! verjus-nn: the static network graph.
+//!
+//! After Juice's "new layer architecture", what a network *is* and what one
+//! *invocation* of it holds are separate:
+//!
+//! - a [`NetworkDef`] is the definition as data (JSON);
+//! - [`Network::build`] turns it into a [`Network`]: leaf layers in topological
+//!   order with every shape inferred once, a [`Descriptor`] per layer, and the
+//!   [`Parameter`]s (shared ones once). Definition mistakes are errors here;
+//! - a [`Context`] is one invocation: batch size, training flag, activations,
+//!   gradients and the dropout stream, on one device. The backend is passed to
+//!   every call and never stored.
+//!
+//! Gradients are summed wherever they meet (fan-outs, shared parameters), and
+//! parameter gradients are sums over the batch: a solver divides by the batch
+//! size it actually saw. [`Loss`] computes losses on the device with the same
+//! convention.
+//!
+//! ```no_run
+//! # fn main() -> verjus_core::Result<()> {
+//! # let be = verjus_native::NativeBackend::new();
+//! # let x = verjus_core::Tensor::from_vec([8, 1, 28, 28], vec![0f32; 8 * 784])?;
+//! # let labels = verjus_core::Tensor::from_vec([8], vec![0i64; 8])?;
+//! use verjus_nn::{Loss, Network, NetworkDef};
+//! let def = NetworkDef::from_json(include_str!("../../../examples/nets/fashion_mlp.json"))?;
+//! let net = Network::build(def, &be, 0)?;
+//! let mut ctx = net.new_context(&be, 8)?;
+//! ctx.set_train(true);
+//! net.compute_output(&be, &mut ctx, &[&x])?;
+//! let mut dlogits = verjus_core::ops::zeros(&be, ctx.output(0).shape(), verjus_core::DType::F32)?;
+//! let loss = Loss::SoftmaxCrossEntropy { label_smoothing: 0.0 }
+//!     .compute(&be, ctx.output(0), &labels, Some(&mut dlogits))?;
+//! net.compute_gradients(&be, &mut ctx, &[&dlogits])?;
+//! // ctx.param_grads()[i] is the batch sum for net.parameters()[i].
+//! # let _ = loss;
+//! # Ok(())
+//! # }
+//! ```
+
+mod context;
+pub mod def;
+mod descriptor;
+mod exec;
+mod gradplan;
+mod graph;
+mod layers;
+mod loss;
+mod network;
+mod parameter;
+
+pub use context::Context;
+pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, Pair};
+pub use descriptor::{Descriptor, Init, ParamDesc};
+pub use loss::Loss;
+pub use network::Network;
+pub use parameter::Parameter;
