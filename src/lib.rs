@@ -7,6 +7,7 @@
 pub use verjus_core as core;
 pub use verjus_core::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
 pub use verjus_native as native;
+pub use verjus_nn as nn;
 
 /// The backend that computes on `device`.
 ///
