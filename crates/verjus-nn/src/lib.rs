@@ -11,6 +11,11 @@
 //!   gradients and the dropout stream, on one device. The backend is passed to
 //!   every call and never stored.
 //!
+//! Training: [`solver`] (SGD and Adam/AdamW over fused device updates, learning-rate
+//! schedules, clipping by global norm, state keyed by parameter name), the
+//! [`Trainer`] (one call per minibatch: forward, loss, backward, update) and
+//! [`data`] (the IDX files of MNIST and Fashion-MNIST, minibatches).
+//!
 //! Gradients are summed wherever they meet (fan-outs, shared parameters), and
 //! parameter gradients are sums over the batch: a solver divides by the batch
 //! size it actually saw. [`Loss`] computes losses on the device with the same
@@ -38,6 +43,7 @@
 //! ```
 
 mod context;
+pub mod data;
 pub mod def;
 mod descriptor;
 mod exec;
@@ -47,6 +53,10 @@ mod layers;
 mod loss;
 mod network;
 mod parameter;
+pub mod solver;
+#[cfg(test)]
+mod testing;
+mod trainer;
 
 pub use context::Context;
 pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, Pair};
@@ -54,3 +64,4 @@ pub use descriptor::{Descriptor, Init, ParamDesc};
 pub use loss::Loss;
 pub use network::Network;
 pub use parameter::Parameter;
+pub use trainer::{Metrics, Trainer};

@@ -1,0 +1,117 @@
+//! Adam and AdamW.
+
+use super::ParamState;
+use serde::{Deserialize, Serialize};
+use verjus_core::ops::{self, AdamHyper};
+use verjus_core::{Backend, Error, Result, Tensor};
+
+/// Adam hyperparameters (`torch.optim.Adam`, and `torch.optim.AdamW` when
+/// `decoupled`).
+///
+/// With `ĝ = grad_scale · grad` the mean gradient over the batch (see
+/// [`super::Solver`]), `η` the scheduled learning rate and `t` the number of
+/// steps this parameter has taken, counting this one:
+///
+/// ```text
+/// g = ĝ + weight_decay · p                    (Adam: L2 penalty in the gradient)
+/// p = p − η · weight_decay · p                (AdamW: decoupled decay, applied first)
+/// m = β1 · m + (1 − β1) · g
+/// v = β2 · v + (1 − β2) · g²
+/// p = p − η · (m / (1 − β1^t)) / (sqrt(v / (1 − β2^t)) + eps)
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Adam {
+    /// The base learning rate `η` (the schedule scales it).
+    pub lr: f32,
+    /// Decay of the first moment, in `[0, 1)`.
+    pub beta1: f32,
+    /// Decay of the second moment, in `[0, 1)`.
+    pub beta2: f32,
+    /// Added to the denominator for stability.
+    pub eps: f32,
+    /// L2 penalty (Adam) or decoupled decay rate (AdamW).
+    pub weight_decay: f32,
+    /// AdamW: decay the weights directly instead of adding to the gradient.
+    pub decoupled: bool,
+}
+
+impl Adam {
+    /// Adam with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, no weight decay.
+    pub fn new(lr: f32) -> Self {
+        Adam {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+        }
+    }
+
+    /// AdamW with PyTorch's defaults and decoupled weight decay `weight_decay`.
+    pub fn adamw(lr: f32, weight_decay: f32) -> Self {
+        Adam {
+            weight_decay,
+            decoupled: true,
+            ..Adam::new(lr)
+        }
+    }
+
+    /// Checks the hyperparameters; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        let name = if self.decoupled { "AdamW" } else { "Adam" };
+        let bad = |msg: String| Err(Error::invalid(name, msg));
+        if !(self.lr.is_finite() && self.lr >= 0.0) {
+            return bad(format!("lr must be finite and >= 0, got {}", self.lr));
+        }
+        for (field, beta) in [("beta1", self.beta1), ("beta2", self.beta2)] {
+            if !(0.0..1.0).contains(&beta) {
+                return bad(format!("{field} must be in [0, 1), got {beta}"));
+            }
+        }
+        if !(self.eps.is_finite() && self.eps >= 0.0) {
+            return bad(format!("eps must be finite and >= 0, got {}", self.eps));
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return bad(format!(
+                "weight_decay must be finite and >= 0, got {}",
+                self.weight_decay
+            ));
+        }
+        Ok(())
+    }
+
+    /// The per-parameter state buffers: first and second moments.
+    pub fn slot_names(&self) -> &'static [&'static str] {
+        &["m", "v"]
+    }
+
+    /// One fused step of one parameter; `state.slots` is `[m, v]`.
+    pub(crate) fn update(
+        &self,
+        be: &dyn Backend,
+        lr: f32,
+        grad_scale: f32,
+        param: &mut Tensor,
+        grad: &Tensor,
+        state: &mut ParamState,
+    ) -> Result<()> {
+        let hp = AdamHyper {
+            lr,
+            beta1: self.beta1,
+            beta2: self.beta2,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            decoupled: self.decoupled,
+            step: state.steps + 1,
+            grad_scale,
+        };
+        match state.slots.as_mut_slice() {
+            [m, v] => ops::adam_update(be, &hp, param, grad, m, v),
+            other => Err(Error::invalid(
+                "adam_update",
+                format!("Adam keeps 2 state buffers (m, v), found {}", other.len()),
+            )),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay.
+
+use super::ParamState;
+use serde::{Deserialize, Serialize};
+use verjus_core::ops::{self, SgdHyper};
+use verjus_core::{Backend, Error, Result, Tensor};
+
+/// SGD hyperparameters, in PyTorch's formulation (`torch.optim.SGD`).
+///
+/// With `ĝ = grad_scale · grad` the mean gradient over the batch (see
+/// [`super::Solver`]) and `η` the scheduled learning rate, one step is
+///
+/// ```text
+/// g = ĝ + weight_decay · p
+/// v = g                                      (first step)
+/// v = momentum · v + (1 − dampening) · g     (later steps)
+/// p = p − η · (g + momentum · v)             (nesterov)
+/// p = p − η · v                              (otherwise)
+/// ```
+///
+/// With `momentum = 0` there is no velocity and the step is `p = p − η · g`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sgd {
+    /// The base learning rate `η` (the schedule scales it).
+    pub lr: f32,
+    /// Momentum factor in `[0, 1)`; 0 disables the velocity buffer.
+    pub momentum: f32,
+    /// Dampening of the gradient's contribution to the velocity, in `[0, 1]`.
+    pub dampening: f32,
+    /// Nesterov momentum (needs `momentum > 0` and `dampening = 0`).
+    pub nesterov: bool,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f32,
+}
+
+impl Sgd {
+    /// Plain SGD with learning rate `lr`: no momentum, no weight decay.
+    pub fn new(lr: f32) -> Self {
+        Sgd {
+            lr,
+            momentum: 0.0,
+            dampening: 0.0,
+            nesterov: false,
+            weight_decay: 0.0,
+        }
+    }
+
+    /// Checks the hyperparameters; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::invalid("Sgd", msg));
+        if !(self.lr.is_finite() && self.lr >= 0.0) {
+            return bad(format!("lr must be finite and >= 0, got {}", self.lr));
+        }
+        if !(0.0..1.0).contains(&self.momentum) {
+            return bad(format!("momentum must be in [0, 1), got {}", self.momentum));
+        }
+        if !(0.0..=1.0).contains(&self.dampening) {
+            return bad(format!(
+                "dampening must be in [0, 1], got {}",
+                self.dampening
+            ));
+        }
+        if self.nesterov && (self.momentum == 0.0 || self.dampening != 0.0) {
+            return bad("nesterov needs momentum > 0 and dampening = 0".into());
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return bad(format!(
+                "weight_decay must be finite and >= 0, got {}",
+                self.weight_decay
+            ));
+        }
+        Ok(())
+    }
+
+    /// The per-parameter state buffers: the velocity when momentum is on.
+    pub fn slot_names(&self) -> &'static [&'static str] {
+        if self.momentum != 0.0 {
+            &["velocity"]
+        } else {
+            &[]
+        }
+    }
+
+    /// One fused step of one parameter; `state.slots` matches [`Self::slot_names`].
+    pub(crate) fn update(
+        &self,
+        be: &dyn Backend,
+        lr: f32,
+        grad_scale: f32,
+        param: &mut Tensor,
+        grad: &Tensor,
+        state: &mut ParamState,
+    ) -> Result<()> {
+        let hp = SgdHyper {
+            lr,
+            momentum: self.momentum,
+            dampening: self.dampening,
+            nesterov: self.nesterov,
+            weight_decay: self.weight_decay,
+            grad_scale,
+            first_step: state.steps == 0,
+        };
+        ops::sgd_update(be, &hp, param, grad, state.slots.first_mut())
+    }
+}

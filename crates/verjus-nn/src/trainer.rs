@@ -1,0 +1,330 @@
+//! The Trainer: one call per minibatch runs forward, loss, backward and the
+//! solver step; another evaluates a dataset in inference mode.
+//!
+//! It owns the network, the solver and the loss, and keeps, per batch size, the
+//! [`Context`] and the buffers a step needs (the loss gradient, argmax
+//! predictions, evaluation chunks). A training loop therefore allocates no
+//! tensors per step once each batch size has been seen (typically two: the full
+//! batch and an epoch's short last one). On a device backend the inputs are
+//! uploaded each step, which allocates: the op set has no upload into an
+//! existing buffer yet.
+//!
+//! The loss runs on the device and returns the mean loss and the gradient of the
+//! *summed* loss; the network's parameter gradients are therefore sums over the
+//! batch, and the [`Solver`] divides by the actual batch size. Evaluation
+//! switches the context to inference mode (no dropout) and counts correct
+//! predictions from `ops::argmax` on the device, reading back only the indices.
+//!
+//! The network's first output is the one the loss sees.
+
+use crate::context::Context;
+use crate::loss::Loss;
+use crate::network::Network;
+use crate::parameter::Parameter;
+use crate::solver::{ParamMut, Solver};
+use std::collections::hash_map::{Entry, HashMap};
+use verjus_core::{ops, Backend, BackendRef, DType, Device, Element, Error, Result, Shape, Tensor};
+
+impl ParamMut for Parameter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn value(&self) -> &Tensor {
+        &self.value
+    }
+    fn value_mut(&mut self) -> &mut Tensor {
+        &mut self.value
+    }
+}
+
+/// Mean loss and accuracy of [`Trainer::evaluate`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Metrics {
+    /// The loss averaged over all examples.
+    pub loss: f32,
+    /// The fraction of examples whose argmax over output 0 equals the label;
+    /// `None` when the targets are not integer class labels.
+    pub accuracy: Option<f32>,
+}
+
+/// What a step or an evaluation chunk of one batch size reuses.
+struct Buffers {
+    ctx: Context,
+    /// Gradient of the summed loss wrt output 0.
+    loss_grad: Option<Tensor>,
+    /// Argmax of output 0, `[batch]` int64.
+    pred: Option<Tensor>,
+    /// Rows of the evaluation set, on the host.
+    chunk_x: Option<Tensor>,
+    chunk_y: Option<Tensor>,
+    /// Inputs and targets copied to the backend's device.
+    x: Option<Tensor>,
+    y: Option<Tensor>,
+}
+
+/// Trains and evaluates one network. See the module docs.
+pub struct Trainer {
+    net: Network,
+    solver: Solver,
+    loss: Loss,
+    be: BackendRef,
+    buffers: HashMap<usize, Buffers>,
+}
+
+impl Trainer {
+    /// A trainer for `net` (built on `be`'s device).
+    pub fn new(net: Network, solver: Solver, loss: Loss, be: BackendRef) -> Self {
+        Trainer {
+            net,
+            solver,
+            loss,
+            be,
+            buffers: HashMap::new(),
+        }
+    }
+
+    /// The network.
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Replaces the network (e.g. rebuilt from an edited definition) and returns
+    /// the old one. The solver's state carries over by parameter name.
+    pub fn set_network(&mut self, net: Network) -> Network {
+        self.buffers.clear();
+        std::mem::replace(&mut self.net, net)
+    }
+
+    /// The solver (learning rate, state).
+    pub fn solver(&self) -> &Solver {
+        &self.solver
+    }
+
+    /// The solver, mutably (to change hyperparameters or restore state).
+    pub fn solver_mut(&mut self) -> &mut Solver {
+        &mut self.solver
+    }
+
+    /// One training step on the batch `x` (inputs, `[batch, ...]`) with targets
+    /// `y` (`[batch]` labels or `[batch, ...]` values): forward in training mode,
+    /// loss and its gradient, backward, solver step normalised by this batch's
+    /// size. Returns the mean loss and the network's output.
+    ///
+    /// A non-finite loss is an error, raised before the parameters change.
+    pub fn train_minibatch(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, &Tensor)> {
+        let op = "train_minibatch";
+        let batch = batch_of(op, x, y)?;
+        let be: &dyn Backend = &*self.be;
+        let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
+        bufs.ctx.set_train(true);
+        let x = on_device(be, x, &mut bufs.x)?;
+        let y = on_device(be, y, &mut bufs.y)?;
+        self.net.compute_output(be, &mut bufs.ctx, &[x])?;
+        let out = bufs.ctx.output(0);
+        let loss_grad = fit(be, &mut bufs.loss_grad, out.shape(), DType::F32)?;
+        let loss = self.loss.compute(be, out, y, Some(&mut *loss_grad))?;
+        if !loss.is_finite() {
+            return Err(Error::invalid(
+                op,
+                format!("the loss is {loss}; training has diverged (parameters left unchanged)"),
+            ));
+        }
+        self.net
+            .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
+        self.solver
+            .step(be, self.net.parameters_mut(), bufs.ctx.param_grads(), batch)?;
+        Ok((loss, bufs.ctx.output(0)))
+    }
+
+    /// Mean loss and (for integer labels) accuracy over all of `x` / `y`, in
+    /// inference mode, `batch_size` examples at a time. `x` and `y` may be host
+    /// or device tensors.
+    pub fn evaluate(&mut self, x: &Tensor, y: &Tensor, batch_size: usize) -> Result<Metrics> {
+        let op = "evaluate";
+        let n = batch_of(op, x, y)?;
+        if batch_size == 0 {
+            return Err(Error::invalid(op, "batch_size must be > 0"));
+        }
+        let be: &dyn Backend = &*self.be;
+        // Chunks are cut on the host.
+        let (x_host, y_host);
+        let x = if x.device() == Device::Cpu {
+            x
+        } else {
+            x_host = ops::download(be, x)?;
+            &x_host
+        };
+        let y = if y.device() == Device::Cpu {
+            y
+        } else {
+            y_host = ops::download(be, y)?;
+            &y_host
+        };
+        let classify = y.dtype().is_int();
+        let (mut loss_sum, mut correct) = (0.0f64, 0usize);
+        for start in (0..n).step_by(batch_size) {
+            let b = batch_size.min(n - start);
+            let bufs = buffers_for(&mut self.buffers, &self.net, be, b)?;
+            bufs.ctx.set_train(false);
+            let xc = rows(x, start, b, &mut bufs.chunk_x)?;
+            let yc = rows(y, start, b, &mut bufs.chunk_y)?;
+            let x_dev = on_device(be, xc, &mut bufs.x)?;
+            self.net.compute_output(be, &mut bufs.ctx, &[x_dev])?;
+            let out = bufs.ctx.output(0);
+            let y_dev = on_device(be, yc, &mut bufs.y)?;
+            loss_sum += f64::from(self.loss.compute(be, out, y_dev, None)?) * b as f64;
+            if classify {
+                correct += count_correct(be, out, yc, &mut bufs.pred)?;
+            }
+        }
+        Ok(Metrics {
+            loss: (loss_sum / n as f64) as f32,
+            accuracy: classify.then(|| (correct as f64 / n as f64) as f32),
+        })
+    }
+}
+
+/// The batch size of `x` and `y`, which must agree and be non-zero.
+fn batch_of(op: &str, x: &Tensor, y: &Tensor) -> Result<usize> {
+    let n = match x.dims().first() {
+        Some(&n) if n > 0 => n,
+        _ => return Err(Error::shape(op, "inputs", "[batch > 0, ...]", x.shape())),
+    };
+    if y.dims().first() != Some(&n) {
+        return Err(Error::shape(
+            op,
+            "targets",
+            format!("[{n}, ...]"),
+            y.shape(),
+        ));
+    }
+    Ok(n)
+}
+
+/// The buffers of batch size `batch`, made on first use.
+fn buffers_for<'a>(
+    map: &'a mut HashMap<usize, Buffers>,
+    net: &Network,
+    be: &dyn Backend,
+    batch: usize,
+) -> Result<&'a mut Buffers> {
+    Ok(match map.entry(batch) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(e) => e.insert(Buffers {
+            ctx: net.new_context(be, batch)?,
+            loss_grad: None,
+            pred: None,
+            chunk_x: None,
+            chunk_y: None,
+            x: None,
+            y: None,
+        }),
+    })
+}
+
+/// `t` itself when it lives on `be`'s device, else its upload kept in `slot`.
+fn on_device<'a>(
+    be: &dyn Backend,
+    t: &'a Tensor,
+    slot: &'a mut Option<Tensor>,
+) -> Result<&'a Tensor> {
+    if t.device() == be.device() {
+        return Ok(t);
+    }
+    Ok(slot.insert(ops::upload(be, t)?))
+}
+
+/// The tensor in `slot` when it has `shape` and `dtype` on `be`'s device, else a
+/// new zero one there.
+fn fit<'a>(
+    be: &dyn Backend,
+    slot: &'a mut Option<Tensor>,
+    shape: &Shape,
+    dtype: DType,
+) -> Result<&'a mut Tensor> {
+    let t = match slot.take() {
+        Some(t) if t.shape() == shape && t.dtype() == dtype && t.device() == be.device() => t,
+        _ => ops::zeros(be, shape, dtype)?,
+    };
+    Ok(slot.insert(t))
+}
+
+/// Rows `start..start + count` of the host tensor `src`: `src` itself when that
+/// is all of it, else a copy in `slot`.
+fn rows<'a>(
+    src: &'a Tensor,
+    start: usize,
+    count: usize,
+    slot: &'a mut Option<Tensor>,
+) -> Result<&'a Tensor> {
+    if start == 0 && src.dims().first() == Some(&count) {
+        return Ok(src);
+    }
+    let mut dims = src.dims().to_vec();
+    dims[0] = count;
+    let shape = Shape::new(dims)?;
+    let dst = match slot.take() {
+        Some(t) if t.shape() == &shape && t.dtype() == src.dtype() => t,
+        _ => Tensor::zeros_host(&shape, src.dtype())?,
+    };
+    let dst = slot.insert(dst);
+    match src.dtype() {
+        DType::F32 => copy_rows::<f32>(src, start, dst)?,
+        DType::I64 => copy_rows::<i64>(src, start, dst)?,
+        DType::I32 => copy_rows::<i32>(src, start, dst)?,
+        other => {
+            return Err(Error::invalid(
+                "evaluate",
+                format!("cannot slice {other} tensors"),
+            ))
+        }
+    }
+    Ok(dst)
+}
+
+fn copy_rows<T: Element>(src: &Tensor, start: usize, dst: &mut Tensor) -> Result<()> {
+    let len = dst.numel();
+    let offset = start * (len / dst.dims()[0].max(1));
+    dst.as_mut_slice::<T>()?
+        .copy_from_slice(&src.as_slice::<T>()?[offset..offset + len]);
+    Ok(())
+}
+
+/// How many rows of `out` (`[batch, classes]`) have their argmax at the label in
+/// `labels` (host, `[batch]`).
+fn count_correct(
+    be: &dyn Backend,
+    out: &Tensor,
+    labels: &Tensor,
+    pred: &mut Option<Tensor>,
+) -> Result<usize> {
+    if out.shape().rank() != 2 {
+        return Err(Error::shape(
+            "evaluate",
+            "output 0 (for accuracy)",
+            "[batch, classes]",
+            out.shape(),
+        ));
+    }
+    let pred = fit(be, pred, &Shape::new([out.dims()[0]])?, DType::I64)?;
+    ops::argmax(be, out, 1, pred)?;
+    let downloaded;
+    let pred = if pred.device() == Device::Cpu {
+        &*pred
+    } else {
+        downloaded = ops::download(be, pred)?;
+        &downloaded
+    };
+    let pred = pred.as_slice::<i64>()?;
+    Ok(match labels.dtype() {
+        DType::I32 => matches(
+            pred,
+            labels.as_slice::<i32>()?.iter().map(|&l| i64::from(l)),
+        ),
+        _ => matches(pred, labels.as_slice::<i64>()?.iter().copied()),
+    })
+}
+
+fn matches(pred: &[i64], labels: impl Iterator<Item = i64>) -> usize {
+    pred.iter().zip(labels).filter(|(p, l)| **p == *l).count()
+}
