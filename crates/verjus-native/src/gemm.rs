@@ -1,7 +1,7 @@
 //! GEMM through the `gemm` crate (AVX-512 micro-kernels with its `x86-v4`
 //! feature, threads from rayon).
 //!
-//! [`sgemm`] is the slice-level entry the convolution also uses; [`gemm`] maps a
+//! [`sgemm`] is the slice-level entry the convolution also uses; [`gemm()`] maps a
 //! validated batched plan onto it.
 
 use verjus_core::ops::GemmPlan;
