@@ -4,10 +4,13 @@
 //! `BinaryOp::apply`, `partials`) are used directly, so this backend cannot drift
 //! from the reference, except that exp, log, sigmoid, tanh and GELU use the
 //! vectorisable versions in [`crate::vmath`] (a few ulp from the same values,
-//! several times faster than the library's scalar calls). To keep the `match op` out of the inner loops, the
-//! `specialise_*` macros run a loop body once per op variant with the variant
-//! rebuilt as a constant inside the element closure; after inlining, each arm is
-//! a straight loop over one formula that the compiler can vectorise.
+//! several times faster than the library's scalar calls), and unary loops are
+//! compiled for the CPU's vector width by [`simd`].
+//!
+//! To keep the `match op` out of the inner loops, the `specialise_*` macros
+//! run a loop body once per op variant with the variant rebuilt as a constant
+//! inside the element closure; after inlining, each arm is a straight loop over
+//! one formula that the compiler can vectorise.
 //!
 //! Broadcasting is handled by [`Broadcast`]: it coalesces the output axes so
 //! that the innermost one is a *run* along which each operand is either
