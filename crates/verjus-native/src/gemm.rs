@@ -1,7 +1,7 @@
 //! GEMM through the `gemm` crate (AVX-512 micro-kernels with its `x86-v4`
 //! feature, threads from rayon).
 //!
-//! [`sgemm`] is the slice-level entry the convolution also uses; [`gemm`] maps a
+//! [`sgemm`] is the slice-level entry the convolution also uses; [`gemm()`] maps a
 //! validated batched plan onto it.
 
 use verjus_core::ops::GemmPlan;
@@ -129,6 +129,30 @@ pub(crate) fn gemm(plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> R
     let (m, n, k) = (plan.m, plan.n, plan.k);
     let (a, b) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
     let c = c.as_mut_slice::<f32>()?;
+    if plan.a_batched && !plan.b_batched && !plan.spec.trans_a {
+        // Row-major A matrices sharing one B stack into a single taller
+        // product, which the kernel parallelises better than many small ones.
+        let (ta, tb) = (
+            MatRef {
+                data: a,
+                trans: false,
+            },
+            MatRef {
+                data: b,
+                trans: plan.spec.trans_b,
+            },
+        );
+        return sgemm(
+            plan.batch * m,
+            n,
+            k,
+            ta,
+            tb,
+            c,
+            plan.spec.alpha,
+            plan.spec.beta,
+        );
+    }
     let a_step = if plan.a_batched { m * k } else { 0 };
     let b_step = if plan.b_batched { k * n } else { 0 };
     for i in 0..plan.batch {
@@ -152,4 +176,24 @@ pub(crate) fn gemm(plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> R
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use verjus_core::ops::GemmSpec;
+
+    #[test]
+    fn batched_a_with_shared_b_is_one_product() {
+        // Two 2x3 matrices times one 3x2 (given transposed, 2x3), accumulated.
+        let a = Tensor::from_vec([2, 2, 3], (1..=12).map(|v| v as f32).collect()).unwrap();
+        let bt = Tensor::from_vec([2, 3], vec![1.0, 0.0, 1.0, 0.0, 1.0, 0.0]).unwrap();
+        let mut c = Tensor::from_vec([2, 2, 2], vec![1.0f32; 8]).unwrap();
+        let spec = GemmSpec::new(false, true).accumulate();
+        let plan = GemmPlan::new(a.shape(), bt.shape(), spec).unwrap();
+        gemm(&plan, &a, &bt, &mut c).unwrap();
+        // Row r of A times B = (a_r0 + a_r2, a_r1), plus the 1 already in C.
+        let want = [5.0, 3.0, 11.0, 6.0, 17.0, 9.0, 23.0, 12.0];
+        assert_eq!(c.to_vec::<f32>().unwrap(), want);
+    }
 }

@@ -21,6 +21,7 @@ mod permute;
 mod pool;
 mod reduce;
 mod softmax;
+mod vmath;
 
 pub use backend::NativeBackend;
 

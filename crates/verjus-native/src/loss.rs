@@ -5,17 +5,19 @@
 //! logits are read twice and the gradient written once. The loss is formed as
 //! `ln(sum) + (1 - s) (max - x_label) + s (max - mean(x))`, which is
 //! `-sum_c target_c * log_softmax_c` rearranged so that no large terms cancel.
+//! Each task's rows run under [`simd`] (so the row functions are
+//! `#[inline(always)]`).
 
 use crate::parallel::{for_rows, for_rows2};
 use crate::reduce::{max_run, sum_run};
-use crate::softmax::exp;
+use crate::vmath::{exp, simd};
 use verjus_core::ops::CrossEntropyPlan;
 use verjus_core::{DType, Error, Result, Tensor};
 
 const OP: &str = "softmax_cross_entropy";
 
 /// Relative cost of one logit (an `exp` and a few operations).
-const COST: usize = 8;
+const COST: usize = 4;
 
 /// Per-example losses and, when `dlogits` is given, the logits' gradient.
 pub(crate) fn softmax_cross_entropy(
@@ -40,15 +42,26 @@ pub(crate) fn softmax_cross_entropy(
         Some(d) => {
             let d = d.as_mut_slice::<f32>()?;
             for_rows2(losses, 1, d, classes, COST * classes, |first, lr, gr| {
-                for (i, (l, g)) in lr.iter_mut().zip(gr.chunks_exact_mut(classes)).enumerate() {
-                    *l = target.row_with_grad(row_of(first + i), labels.get(first + i), g);
-                }
+                let rows = lr.iter_mut().zip(gr.chunks_exact_mut(classes)).enumerate();
+                simd(
+                    #[inline(always)]
+                    || {
+                        for (i, (l, g)) in rows {
+                            *l = target.row_with_grad(row_of(first + i), labels.get(first + i), g);
+                        }
+                    },
+                );
             });
         }
         None => for_rows(losses, 1, COST * classes, |first, lr| {
-            for (i, l) in lr.iter_mut().enumerate() {
-                *l = target.row(row_of(first + i), labels.get(first + i));
-            }
+            simd(
+                #[inline(always)]
+                || {
+                    for (i, l) in lr.iter_mut().enumerate() {
+                        *l = target.row(row_of(first + i), labels.get(first + i));
+                    }
+                },
+            );
         }),
     }
     Ok(())
@@ -75,6 +88,7 @@ impl<'a> Labels<'a> {
         }
     }
 
+    #[inline(always)]
     fn raw(&self, i: usize) -> i64 {
         match self {
             Labels::I64(l) => l[i],
@@ -97,6 +111,7 @@ impl<'a> Labels<'a> {
     }
 
     /// Label `i` as an index (after [`Labels::check`]).
+    #[inline(always)]
     fn get(&self, i: usize) -> usize {
         self.raw(i) as usize
     }
@@ -111,6 +126,7 @@ struct Target {
 
 impl Target {
     /// The loss given the row's maximum `m`, `ln(sum(exp(x - m)))` and the label.
+    #[inline(always)]
     fn loss(&self, x: &[f32], m: f32, log_sum: f32, label: usize) -> f32 {
         let s = self.smoothing;
         let mut loss = log_sum + (1.0 - s) * (m - x[label]);
@@ -121,12 +137,14 @@ impl Target {
     }
 
     /// The loss of one row.
+    #[inline(always)]
     fn row(&self, x: &[f32], label: usize) -> f32 {
         let m = max_run(x);
         self.loss(x, m, sum_exp(x, m).ln(), label)
     }
 
     /// The loss of one row; `g` receives `(softmax(x) - target) * scale`.
+    #[inline(always)]
     fn row_with_grad(&self, x: &[f32], label: usize, g: &mut [f32]) -> f32 {
         let m = max_run(x);
         for (o, &v) in g.iter_mut().zip(x) {
@@ -146,6 +164,7 @@ impl Target {
 }
 
 /// `sum(exp(x - m))` with independent lanes (vectorises).
+#[inline(always)]
 fn sum_exp(x: &[f32], m: f32) -> f32 {
     const LANES: usize = 16;
     let mut lanes = [0.0f32; LANES];

@@ -11,9 +11,15 @@
 //! Large reductions split over the pool in one of two ways: along the first
 //! kept axis, when it is long enough, each task owning a disjoint block of
 //! outputs; otherwise along the first reduced axis, each task folding into a
-//! private copy of the (then small) output, merged at the end.
+//! private copy of the (then small) output, merged at the end. A kept axis
+//! that is innermost (`[R, K]`) is split only when very long, because strips
+//! of it repeated over many rows read memory with a large stride.
+//!
+//! Reducers address their input by index rather than by slice, so the same
+//! walk also sums a binary op's gradient `dy * partial(a, b)` over broadcast
+//! axes without materialising it ([`GradSum`]).
 
-use crate::elementwise::{Broadcast, Operand};
+use crate::elementwise::{zip_grad, Broadcast, Operand};
 use crate::parallel::{for_rows, SEQUENTIAL_WORK};
 use rayon::prelude::*;
 use verjus_core::ops::{AxisPlan, BinaryOp, BinaryPlan, ReduceOp, ReducePlan};
@@ -83,40 +89,48 @@ fn fold_lanes<C: Combine>(run: &[f32]) -> f32 {
 }
 
 /// The sum of a run.
+#[inline(always)]
 pub(crate) fn sum_run(run: &[f32]) -> f32 {
     fold_lanes::<Sum>(run)
 }
 
 /// The maximum of a run (NaN if it holds one; `-inf` when empty).
+#[inline(always)]
 pub(crate) fn max_run(run: &[f32]) -> f32 {
     fold_lanes::<Max>(run)
 }
 
-/// What a reduction does with the runs of its input. Outputs are addressed by
-/// their index in the whole output (`y_index`, `y_start`), accumulators by the
-/// task's own slice.
+/// What a reduction does with the runs of its input. Inputs are addressed by
+/// their flat index, outputs by their index in the whole output (`y_index`,
+/// `y_start`), accumulators by the task's own slice.
 trait Reducer: Sync {
     fn identity(&self) -> f32;
     /// Combines two partial results (of tasks that split a reduced axis).
     fn merge(&self, a: f32, b: f32) -> f32;
-    /// Innermost axis reduced: folds `run` into output `y_index`'s accumulator.
-    fn fold(&self, run: &[f32], y_index: usize, acc: &mut f32);
-    /// Innermost axis kept: combines `row` into outputs `y_start..`.
-    fn accumulate(&self, row: &[f32], y_start: usize, acc: &mut [f32]);
+    /// Innermost axis reduced: folds inputs `start..start + len` into output
+    /// `y_index`'s accumulator.
+    fn fold(&self, start: usize, len: usize, y_index: usize, acc: &mut f32);
+    /// Innermost axis kept: combines inputs `start..start + acc.len()` into
+    /// outputs `y_start..`.
+    fn accumulate(&self, start: usize, y_start: usize, acc: &mut [f32]);
 }
 
-impl<C: Combine> Reducer for C {
+/// A plain reduction of `x` by `C`.
+struct Plain<'a, C>(&'a [f32], C);
+
+impl<C: Combine> Reducer for Plain<'_, C> {
     fn identity(&self) -> f32 {
         C::IDENTITY
     }
     fn merge(&self, a: f32, b: f32) -> f32 {
         C::combine(a, b)
     }
-    fn fold(&self, run: &[f32], _: usize, acc: &mut f32) {
-        *acc = C::combine(*acc, fold_lanes::<C>(run));
+    fn fold(&self, start: usize, len: usize, _: usize, acc: &mut f32) {
+        *acc = C::combine(*acc, fold_lanes::<C>(&self.0[start..start + len]));
     }
-    fn accumulate(&self, row: &[f32], _: usize, acc: &mut [f32]) {
-        for (a, &v) in acc.iter_mut().zip(row) {
+    fn accumulate(&self, start: usize, _: usize, acc: &mut [f32]) {
+        let run = &self.0[start..start + acc.len()];
+        for (a, &v) in acc.iter_mut().zip(run) {
             *a = C::combine(*a, v);
         }
     }
@@ -124,6 +138,7 @@ impl<C: Combine> Reducer for C {
 
 /// Counts, for every output of a max or min, the inputs equal to it (its ties).
 struct TieCount<'a> {
+    x: &'a [f32],
     y: &'a [f32],
 }
 
@@ -134,15 +149,75 @@ impl Reducer for TieCount<'_> {
     fn merge(&self, a: f32, b: f32) -> f32 {
         a + b
     }
-    fn fold(&self, run: &[f32], y_index: usize, acc: &mut f32) {
+    fn fold(&self, start: usize, len: usize, y_index: usize, acc: &mut f32) {
         let target = self.y[y_index];
+        let run = &self.x[start..start + len];
         *acc += run.iter().filter(|&&v| v == target).count() as f32;
     }
-    fn accumulate(&self, row: &[f32], y_start: usize, acc: &mut [f32]) {
-        let targets = &self.y[y_start..y_start + row.len()];
-        for (a, (&v, &t)) in acc.iter_mut().zip(row.iter().zip(targets)) {
+    fn accumulate(&self, start: usize, y_start: usize, acc: &mut [f32]) {
+        let n = acc.len();
+        let pairs = self.x[start..start + n]
+            .iter()
+            .zip(&self.y[y_start..y_start + n]);
+        for (a, (&v, &t)) in acc.iter_mut().zip(pairs) {
             *a += f32::from(u8::from(v == t));
         }
+    }
+}
+
+/// Sums `dy * partial(a, b)` of a broadcasting binary op without forming it
+/// at full size: each run is produced in pieces on the stack.
+pub(crate) struct GradSum<'a, P> {
+    pub bc: &'a Broadcast,
+    pub a: &'a [f32],
+    pub b: &'a [f32],
+    pub dy: &'a [f32],
+    pub partial: P,
+}
+
+/// Gradient values formed at a time by [`GradSum`] (fits in L1).
+const PIECE: usize = 256;
+
+impl<P: Fn(f32, f32) -> f32 + Sync> GradSum<'_, P> {
+    /// Calls `f(offset, values)` for the gradient values of inputs
+    /// `start..start + len`, in pieces, `offset` counted from `start`.
+    fn pieces(&self, start: usize, len: usize, mut f: impl FnMut(usize, &[f32])) {
+        let mut buf = [0.0; PIECE];
+        self.bc
+            .runs(self.a, self.b, start, start + len, |r, ra, rb| {
+                for lo in (0..r.len()).step_by(PIECE) {
+                    let piece = lo..(lo + PIECE).min(r.len());
+                    let out = &mut buf[..piece.len()];
+                    let dy = &self.dy[r.start + piece.start..r.start + piece.end];
+                    zip_grad(
+                        out,
+                        dy,
+                        ra.sub(piece.clone()),
+                        rb.sub(piece.clone()),
+                        &self.partial,
+                    );
+                    f(r.start + piece.start - start, out);
+                }
+            });
+    }
+}
+
+impl<P: Fn(f32, f32) -> f32 + Sync> Reducer for GradSum<'_, P> {
+    fn identity(&self) -> f32 {
+        0.0
+    }
+    fn merge(&self, a: f32, b: f32) -> f32 {
+        a + b
+    }
+    fn fold(&self, start: usize, len: usize, _: usize, acc: &mut f32) {
+        self.pieces(start, len, |_, g| *acc += sum_run(g));
+    }
+    fn accumulate(&self, start: usize, _: usize, acc: &mut [f32]) {
+        self.pieces(start, acc.len(), |off, g| {
+            for (a, &v) in acc[off..off + g.len()].iter_mut().zip(g) {
+                *a += v;
+            }
+        });
     }
 }
 
@@ -204,7 +279,6 @@ impl Layout {
 struct Task<'a, R> {
     r: &'a R,
     l: &'a Layout,
-    x: &'a [f32],
     split: usize,
     lo: usize,
     hi: usize,
@@ -231,28 +305,31 @@ impl<R: Reducer> Task<'_, R> {
             return;
         }
         // The innermost axis has stride 1 in the input (and in the output when kept).
-        let run = &self.x[x_off + lo..x_off + hi];
         if l.reduced[axis] {
-            self.r.fold(run, y_off, &mut acc[y_off - self.base]);
+            self.r
+                .fold(x_off + lo, hi - lo, y_off, &mut acc[y_off - self.base]);
         } else {
             let start = y_off + lo - self.base;
-            self.r
-                .accumulate(run, y_off + lo, &mut acc[start..start + run.len()]);
+            let acc = &mut acc[start..start + hi - lo];
+            self.r.accumulate(x_off + lo, y_off + lo, acc);
         }
     }
 }
 
-/// Runs reducer `r` over `x` into `y` (overwritten), splitting over the pool
-/// as the module docs describe. An empty input gives zeros.
-fn run<R: Reducer>(r: &R, l: &Layout, x: &[f32], y: &mut [f32]) {
-    if x.is_empty() {
+/// Below this many elements, a kept innermost axis is not split between tasks:
+/// short strips of many rows defeat the prefetcher.
+const LONG_STRIP: usize = 1 << 16;
+
+/// Runs reducer `r` over an input of `len` elements into `y` (overwritten),
+/// splitting over the pool as the module docs describe. An empty input gives zeros.
+fn run<R: Reducer>(r: &R, l: &Layout, len: usize, y: &mut [f32]) {
+    if len == 0 {
         y.fill(0.0);
         return;
     }
     let task = |split, lo, hi, base| Task {
         r,
         l,
-        x,
         split,
         lo,
         hi,
@@ -260,11 +337,21 @@ fn run<R: Reducer>(r: &R, l: &Layout, x: &[f32], y: &mut [f32]) {
     };
     let threads = rayon::current_num_threads();
     let (kept, red) = (l.first(false), l.first(true));
-    let private = red.filter(|_| kept.is_none_or(|p| l.dims[p] < 4 * threads));
-    if x.len() < SEQUENTIAL_WORK || threads < 2 {
+    // Disjoint output blocks when the kept axis is long and, if innermost, very long.
+    let by_outputs = kept.filter(|&p| {
+        red.is_none() || (l.dims[p] >= 4 * threads && (p + 1 < l.n || l.dims[p] >= LONG_STRIP))
+    });
+    if len < SEQUENTIAL_WORK || threads < 2 {
         y.fill(r.identity());
         task(0, 0, l.dims[0], 0).walk(0, 0, 0, y);
-    } else if let Some(q) = private {
+    } else if let Some(p) = by_outputs {
+        let row = l.ys[p];
+        for_rows(y, row, len / l.dims[p], |first, chunk| {
+            chunk.fill(r.identity());
+            let rows = chunk.len() / row;
+            task(p, first, first + rows, first * row).walk(0, 0, 0, chunk);
+        });
+    } else if let Some(q) = red {
         let per = l.dims[q].div_ceil(threads);
         let merged = (0..l.dims[q].div_ceil(per))
             .into_par_iter()
@@ -280,30 +367,33 @@ fn run<R: Reducer>(r: &R, l: &Layout, x: &[f32], y: &mut [f32]) {
         if let Some(m) = merged {
             y.copy_from_slice(&m);
         }
-    } else if let Some(p) = kept {
-        let row = l.ys[p];
-        for_rows(y, row, x.len() / l.dims[p], |first, chunk| {
-            chunk.fill(r.identity());
-            let rows = chunk.len() / row;
-            task(p, first, first + rows, first * row).walk(0, 0, 0, chunk);
-        });
     }
+}
+
+/// `y = sum over plan's axes of dy * partial(a, b)` for a broadcasting binary
+/// op's gradient (`plan.x` is the op's output shape).
+pub(crate) fn sum_grad<P: Fn(f32, f32) -> f32 + Sync>(
+    plan: &ReducePlan,
+    grad: &GradSum<'_, P>,
+    y: &mut [f32],
+) {
+    run(grad, &Layout::new(plan), grad.dy.len(), y);
 }
 
 /// `y = op over plan's axes of x`, on slices (`y` in the plan's output order).
 pub(crate) fn reduce_slice(plan: &ReducePlan, x: &[f32], y: &mut [f32]) {
     let l = Layout::new(plan);
     match plan.op {
-        ReduceOp::Sum => run(&Sum, &l, x, y),
+        ReduceOp::Sum => run(&Plain(x, Sum), &l, x.len(), y),
         ReduceOp::Mean => {
-            run(&Sum, &l, x, y);
+            run(&Plain(x, Sum), &l, x.len(), y);
             if plan.group > 0 {
                 let n = plan.group as f32;
                 y.iter_mut().for_each(|v| *v /= n);
             }
         }
-        ReduceOp::Max => run(&Max, &l, x, y),
-        ReduceOp::Min => run(&Min, &l, x, y),
+        ReduceOp::Max => run(&Plain(x, Max), &l, x.len(), y),
+        ReduceOp::Min => run(&Plain(x, Min), &l, x.len(), y),
     }
 }
 
@@ -345,7 +435,12 @@ pub(crate) fn reduce_backward(
         ReduceOp::Max | ReduceOp::Min => {
             let mut share = Tensor::zeros_host(y.shape(), DType::F32)?;
             let share = share.as_mut_slice::<f32>()?;
-            run(&TieCount { y: yv }, &Layout::new(plan), xv, share);
+            run(
+                &TieCount { x: xv, y: yv },
+                &Layout::new(plan),
+                xv.len(),
+                share,
+            );
             // dy split between the ties (a NaN output has none and is never selected).
             share.iter_mut().zip(dyv).for_each(|(s, &g)| *s = g / *s);
             let share = &*share;
