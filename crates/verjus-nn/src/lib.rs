@@ -54,8 +54,6 @@ mod loss;
 mod network;
 mod parameter;
 pub mod solver;
-#[cfg(test)]
-mod testing;
 mod trainer;
 
 pub use context::Context;

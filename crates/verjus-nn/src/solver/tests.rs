@@ -1,31 +1,20 @@
-//! Solver tests. Each numeric check runs on the native backend and on the test
-//! reference backend (`crate::testing`), so the solver's logic is covered even
-//! where a native kernel is missing.
+//! Solver tests on the native backend (whose fused update kernels the
+//! conformance suite checks against the PyTorch formulas independently).
 
 use super::*;
-use crate::testing::Reference;
-use std::sync::Arc;
 use verjus_core::{rng, BackendRef};
 
 fn native() -> BackendRef {
     verjus_native::backend()
 }
 
-fn reference() -> BackendRef {
-    Arc::new(Reference)
-}
-
-/// `check` as two tests, `native` and `reference`.
-macro_rules! on_both {
+/// `check` as a test on the native backend.
+macro_rules! on_native {
     ($check:ident) => {
         mod $check {
             #[test]
             fn native() {
                 super::$check(&*super::native());
-            }
-            #[test]
-            fn reference() {
-                super::$check(&*super::reference());
             }
         }
     };
@@ -88,7 +77,7 @@ fn sgd_momentum_two_steps(be: &dyn Backend) {
     };
     check_two(two_steps(be, damped), [[0.98, -2.01], [0.967, -2.034]]);
 }
-on_both!(sgd_momentum_two_steps);
+on_native!(sgd_momentum_two_steps);
 
 fn sgd_nesterov_two_steps(be: &dyn Backend) {
     // As above with Nesterov: the step is g + 0.9 v.
@@ -108,7 +97,7 @@ fn sgd_nesterov_two_steps(be: &dyn Backend) {
         [[0.9601, -2.0152], [0.96026581, -2.07485112]],
     );
 }
-on_both!(sgd_nesterov_two_steps);
+on_native!(sgd_nesterov_two_steps);
 
 fn adam_two_steps(be: &dyn Backend) {
     // Step 1 of Adam moves each coordinate by lr against the gradient's sign
@@ -136,7 +125,7 @@ fn adam_two_steps(be: &dyn Backend) {
         [[0.89, -2.08], [0.8544663027, -2.1509780979]],
     );
 }
-on_both!(adam_two_steps);
+on_native!(adam_two_steps);
 
 fn update_uses_actual_batch_size(be: &dyn Backend) {
     let mut solver = Solver::new(Sgd::new(1.0));
@@ -152,7 +141,7 @@ fn update_uses_actual_batch_size(be: &dyn Backend) {
         .unwrap();
     assert_close(&params[0].1, &[-2.0, -3.0], 1e-6);
 }
-on_both!(update_uses_actual_batch_size);
+on_native!(update_uses_actual_batch_size);
 
 fn clipping_by_global_norm(be: &dyn Backend) {
     // Two parameters; mean gradients [3] and [4] (summed over 2): global norm 5.
@@ -190,7 +179,7 @@ fn clipping_by_global_norm(be: &dyn Backend) {
     assert!((stats.grad_norm.unwrap() - 5.0).abs() < 1e-5);
     assert_close(&params[0].1, &[-0.6], 1e-5);
 }
-on_both!(clipping_by_global_norm);
+on_native!(clipping_by_global_norm);
 
 fn schedule_sets_the_step_lr(be: &dyn Backend) {
     let mut solver = Solver::new(Sgd::new(1.0)).with_schedule(LrSchedule::Step {
@@ -212,7 +201,7 @@ fn schedule_sets_the_step_lr(be: &dyn Backend) {
     assert_eq!(solver.state().step(), 5);
     assert_eq!(solver.lr(), 0.25);
 }
-on_both!(schedule_sets_the_step_lr);
+on_native!(schedule_sets_the_step_lr);
 
 fn state_survives_rebuild(be: &dyn Backend) {
     let grads = |k: f32| [tensor(&[k, -k]), tensor(&[2.0 * k])];
@@ -253,7 +242,7 @@ fn state_survives_rebuild(be: &dyn Backend) {
         ["fc.bias.m", "fc.bias.v", "fc.weight.m", "fc.weight.v"]
     );
 }
-on_both!(state_survives_rebuild);
+on_native!(state_survives_rebuild);
 
 fn state_restores_from_tensors(be: &dyn Backend) {
     // Train two steps, "checkpoint" the state by name, restore it into a new
@@ -286,7 +275,7 @@ fn state_restores_from_tensors(be: &dyn Backend) {
     assert_eq!(second.state().get("w").unwrap().steps, 3);
     assert_eq!(second.state().len(), 1);
 }
-on_both!(state_restores_from_tensors);
+on_native!(state_restores_from_tensors);
 
 /// Linear regression `y = x·w* + b*` on 32 points, full batch, loss
 /// `½ Σ (x·w + b − y)²`; gradients summed over the batch as a network gives them.
@@ -332,7 +321,7 @@ fn sgd_converges(be: &dyn Backend) {
     let fitted = fit_linear_regression(be, &mut solver, 300);
     assert_close(&tensor(&fitted), &[1.5, -2.0, 0.5, 0.3], 1e-3);
 }
-on_both!(sgd_converges);
+on_native!(sgd_converges);
 
 fn adam_converges(be: &dyn Backend) {
     let mut solver = Solver::new(Adam::new(0.1)).with_schedule(LrSchedule::Cosine {
@@ -343,13 +332,13 @@ fn adam_converges(be: &dyn Backend) {
     let fitted = fit_linear_regression(be, &mut solver, 500);
     assert_close(&tensor(&fitted), &[1.5, -2.0, 0.5, 0.3], 1e-3);
 }
-on_both!(adam_converges);
+on_native!(adam_converges);
 
 // The checks below fail before any kernel runs, so they need no backend kernels.
 
 #[test]
 fn state_is_allocated_lazily_per_rule() {
-    let be = reference();
+    let be = native();
     let mut params = [param("w", &[1.0])];
     let mut plain = Solver::new(Sgd::new(0.1));
     plain.step(&*be, &mut params, &[tensor(&[1.0])], 1).unwrap();
