@@ -3,26 +3,37 @@
 Builds and runs ``verjus-bench`` (benches/src/main.rs), which times each workload
 on the native CPU backend and describes it (op and sizes) in JSON lines; then
 times the same workloads in numpy (GEMM only) and, where it is importable,
-PyTorch (GEMM and conv2d forward / forward+backward through autograd), all with
-the same number of threads. Prints one table; ``--markdown FILE`` also writes it
-as Markdown with the machine and the date, for BENCHMARKS.md.
+PyTorch (GEMM, conv2d forward / forward+backward through autograd, and the
+example networks of examples/nets built as the same nn.Sequential), all with the
+same number of threads. Prints one table; ``--markdown FILE`` also writes it as
+Markdown after the machine, the date, the command and the library versions, for
+BENCHMARKS.md.
+
+The network workloads: ``mlp_infer`` (forward in inference mode), ``mlp_step``,
+``mlp_step_sgd`` and ``cnn_step`` (zero_grad, forward, softmax cross-entropy,
+backward, optimizer step on one random batch of 128). With ``--epochs``, also
+``mlp_epoch`` and ``cnn_epoch``: one shuffled Fashion-MNIST training epoch
+(60000 images, batch 128), timed once, or skipped when the dataset is absent.
 
 Ratios are verjus time / other time: below 1 verjus is faster. A workload
-verjus cannot run (e.g. an unsupported op) shows "error" and its message below
-the table.
+verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
+the data for "skipped"; either's reason follows the table.
 
-    python benches/run.py [--quick] [--threads N] [--filter SUBSTRING] [--markdown FILE]
+    python benches/run.py [--quick] [--epochs] [--threads N] [--filter SUBSTRING]
+                          [--markdown FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import importlib
 import json
 import math
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -39,6 +50,9 @@ THREAD_VARS = ("RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer samples (3 instead of 10)")
+    p.add_argument(
+        "--epochs", action="store_true", help="also time one Fashion-MNIST epoch per network"
+    )
     p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
     p.add_argument("--filter", default=None, help="only workloads whose name contains this")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
@@ -57,11 +71,15 @@ def build_bench() -> Path:
     raise SystemExit("cargo build reported no verjus-bench executable")
 
 
-def run_verjus(exe: Path, samples: int, warmup: int, name_filter: str | None) -> list[dict]:
+def run_verjus(
+    exe: Path, samples: int, warmup: int, name_filter: str | None, epochs: bool
+) -> list[dict]:
     """Runs verjus-bench and returns its records (one per workload)."""
     cmd = [str(exe), "--samples", str(samples), "--warmup", str(warmup)]
     if name_filter:
         cmd += ["--filter", name_filter]
+    if epochs:
+        cmd.append("--epochs")
     print("==> " + " ".join(cmd), file=sys.stderr)
     proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -86,6 +104,13 @@ def measure(f: Callable[[], object], samples: int, warmup: int) -> float:
     return statistics.median(times)
 
 
+def measure_once(f: Callable[[], object]) -> float:
+    """Milliseconds of one call of ``f``, for workloads too long to repeat."""
+    start = time.perf_counter()
+    f()
+    return (time.perf_counter() - start) * 1e3
+
+
 def numpy_workload(np, rec: dict) -> Callable[[], object] | None:
     """The workload as a numpy call, or None where numpy has no such op."""
     if rec["op"] != "gemm":
@@ -97,6 +122,82 @@ def numpy_workload(np, rec: dict) -> Callable[[], object] | None:
     a_op = a.T if rec["trans_a"] else a
     b_op = b.T if rec["trans_b"] else b
     return lambda: a_op @ b_op
+
+
+def torch_net(nn, net: str):
+    """The network of examples/nets/``net`` as an ``nn.Sequential``."""
+    if net == "fashion_mlp.json":
+        return nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(784, 512),
+            nn.ReLU(),
+            nn.Linear(512, 512),
+            nn.ReLU(),
+            nn.Linear(512, 10),
+        )
+    if net == "fashion_cnn.json":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(3136, 128),
+            nn.ReLU(),
+            nn.Linear(128, 10),
+        )
+    raise SystemExit(f"no PyTorch version of examples/nets/{net}")
+
+
+def load_fashion_mnist(torch, data_dir: Path):
+    """The training split: images [N, 1, 28, 28] in [0, 1] and int64 labels [N]."""
+
+    def read(name: str, header: int):
+        gz = data_dir / f"{name}.gz"
+        raw = gzip.decompress(gz.read_bytes()) if gz.is_file() else (data_dir / name).read_bytes()
+        return torch.frombuffer(bytearray(raw[header:]), dtype=torch.uint8)
+
+    images = read("train-images-idx3-ubyte", 16).reshape(-1, 1, 28, 28).float() / 255
+    return images, read("train-labels-idx1-ubyte", 8).long()
+
+
+def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
+    """Inference, a training step or a training epoch of a network in PyTorch."""
+    model, batch = torch_net(torch.nn, rec["net"]), rec["batch"]
+    x = torch.rand(batch, 1, 28, 28, generator=gen)
+    if rec["op"] == "infer":
+        model.eval()
+
+        def infer():
+            with torch.inference_mode():
+                return model(x)
+
+        return infer
+    params = model.parameters()
+    if rec["solver"] == "adam":
+        opt = torch.optim.Adam(params, lr=rec["lr"])
+    else:
+        opt = torch.optim.SGD(params, lr=rec["lr"], momentum=rec["momentum"])
+
+    def step(x, y):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    if rec["op"] == "train_step":
+        y = torch.randint(10, (batch,), generator=gen)
+        return lambda: step(x, y)
+    images, labels = load_fashion_mnist(torch, Path(rec["data_dir"]))
+
+    def epoch():
+        order = torch.randperm(len(labels), generator=gen)
+        for start in range(0, len(labels), batch):
+            rows = order[start : start + batch]
+            step(images[rows], labels[rows])
+
+    return epoch
 
 
 def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
@@ -123,6 +224,8 @@ def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
         if not grad:
             return lambda: conv(x, w, bias, padding=pad)
         return lambda: torch.autograd.grad(conv(x, w, bias, padding=pad), (x, w, bias), dy)
+    if rec["op"] in ("infer", "train_step", "train_epoch"):
+        return torch_network_workload(torch, rec, gen)
     return None
 
 
@@ -135,11 +238,13 @@ def import_optional(name: str):
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if abs(value) >= 10**digits else f"{value:.{digits}g}"
 
 
 def gflops(rec: dict, ms: float | None) -> float | None:
-    return None if ms is None else rec["flops"] / (ms * 1e6)
+    return None if ms is None or rec["flops"] is None else rec["flops"] / (ms * 1e6)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -153,7 +258,7 @@ def table_rows(records: list[dict]) -> list[list[str]]:
         rows.append(
             [
                 rec["name"],
-                "error" if "error" in rec else fmt(v),
+                "error" if "error" in rec else "skipped" if "skipped" in rec else fmt(v),
                 fmt(npy),
                 fmt(tch),
                 fmt(ratio(v, npy), 2),
@@ -191,9 +296,9 @@ def text_table(rows: list[list[str]]) -> str:
     return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def markdown_table(rows: list[list[str]], context: str) -> str:
+def markdown_table(rows: list[list[str]], context: list[str]) -> str:
     out = [
-        context,
+        *(f"- {line}" for line in context),
         "",
         "| " + " | ".join(HEADER) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|",
@@ -212,6 +317,21 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def machine_context(args: argparse.Namespace, samples: int, load: float, libs: dict) -> list[str]:
+    """Lines saying where, when and how the table was made."""
+    versions = ", ".join(
+        f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
+    )
+    mode = "quick" if args.quick else "full"
+    return [
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",
+        f"Date: {datetime.datetime.now():%Y-%m-%d %H:%M}",
+        f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
+        f"Run: {args.threads} threads, {mode} ({samples} samples), start load average {load:.1f}",
+        f"Libraries: {versions or 'no numpy/torch'}",
+    ]
+
+
 def main() -> None:
     args = parse_args()
     load = os.getloadavg()[0]
@@ -221,7 +341,7 @@ def main() -> None:
         os.environ[var] = str(args.threads)
     samples, warmup = (3, 1) if args.quick else (10, 2)
 
-    records = run_verjus(build_bench(), samples, warmup, args.filter)
+    records = run_verjus(build_bench(), samples, warmup, args.filter, args.epochs)
     libs = {"numpy": (import_optional("numpy"), numpy_workload)}
     torch = import_optional("torch")
     if torch is not None:
@@ -232,24 +352,19 @@ def main() -> None:
     for lib, (module, workload) in libs.items():
         time.sleep(IDLE_PAUSE_S)
         for rec in records:
-            f = workload(module, rec) if module is not None else None
+            f = workload(module, rec) if module is not None and "skipped" not in rec else None
             if f is not None:
                 print(f"==> {lib}: {rec['name']}", file=sys.stderr)
-                rec[f"{lib}_ms"] = measure(f, samples, warmup)
+                once = rec["op"] == "train_epoch"
+                rec[f"{lib}_ms"] = measure_once(f) if once else measure(f, samples, warmup)
 
-    versions = ", ".join(
-        f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
-    )
-    mode = "quick" if args.quick else "full"
-    context = (
-        f"{datetime.date.today()}, {cpu_name()}, {args.threads} threads, "
-        f"{mode} run ({samples} samples); {versions or 'no numpy/torch'}"
-    )
+    context = machine_context(args, samples, load, libs)
     rows = table_rows(records)
-    print(f"\n{context}\n\n{text_table(rows)}")
+    print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
     for rec in records:
-        if "error" in rec:
-            print(f"error in {rec['name']}: {rec['error']}")
+        for kind in ("error", "skipped"):
+            if kind in rec:
+                print(f"{kind} {rec['name']}: {rec[kind]}")
     if args.markdown:
         args.markdown.write_text(markdown_table(rows, context))
         print(f"\nwrote {args.markdown}")

@@ -2,36 +2,43 @@
 //! object per line, for `benches/run.py` to compare with numpy and PyTorch.
 //!
 //! ```text
-//! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--list]
+//! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--epochs] [--list]
 //! ```
 //!
 //! Each line holds the workload's `name`, its parameters (`op` and sizes, see
-//! [`workloads::Workload::describe`]) and `flops`, then either the timing
-//! (`median_ms`, `min_ms`, `samples`, `calls_per_sample`) or an `error` message,
-//! e.g. for an op the backend does not support. Threads come from rayon's global
-//! pool: set `RAYON_NUM_THREADS` to fix their number.
+//! [`workloads::Workload::describe`]) and `flops` (null for whole networks), then
+//! the timing (`median_ms`, `min_ms`, `samples`, `calls_per_sample`), an `error`
+//! message (e.g. for an op the backend does not support) or, for a workload this
+//! machine lacks the data for, why it was `skipped`. `--epochs` adds the
+//! Fashion-MNIST epochs, each timed once. Threads come from rayon's global pool:
+//! set `RAYON_NUM_THREADS` to fix their number.
 
+mod nets;
 mod timing;
 mod workloads;
 
 use serde_json::{json, Value};
 use std::process::ExitCode;
+use workloads::merge;
 
 /// Command-line options.
 struct Options {
     samples: usize,
     warmup: usize,
     filter: Option<String>,
+    epochs: bool,
     list: bool,
 }
 
-const USAGE: &str = "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--list]";
+const USAGE: &str =
+    "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--epochs] [--list]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
         samples: 10,
         warmup: 2,
         filter: None,
+        epochs: false,
         list: false,
     };
     while let Some(arg) = args.next() {
@@ -40,6 +47,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--samples" => opts.samples = parse_count("--samples", &value("--samples")?)?,
             "--warmup" => opts.warmup = parse_count("--warmup", &value("--warmup")?)?,
             "--filter" => opts.filter = Some(value("--filter")?),
+            "--epochs" => opts.epochs = true,
             "--list" => opts.list = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -55,17 +63,26 @@ fn parse_count(name: &str, text: &str) -> Result<usize, String> {
     }
 }
 
-/// The JSON line of one workload: its description, then the timing or the error.
+/// The JSON line of one workload: its description, then the timing, the error or
+/// why it was skipped.
 fn run(workload: &workloads::Workload, opts: &Options) -> Value {
     let mut line = json!({"name": workload.name, "flops": workload.flops()});
     merge(&mut line, workload.describe());
     if opts.list {
         return line;
     }
+    if let Some(reason) = workload.unavailable() {
+        merge(&mut line, json!({"skipped": reason}));
+        return line;
+    }
     let be = verjus_native::backend();
-    let result = workload
-        .prepare(be.clone())
-        .and_then(|mut f| timing::measure(&*be, &mut f, opts.warmup, opts.samples));
+    let result = workload.prepare(be.clone()).and_then(|mut f| {
+        if workload.once() {
+            timing::once(&*be, &mut f)
+        } else {
+            timing::measure(&*be, &mut f, opts.warmup, opts.samples)
+        }
+    });
     merge(
         &mut line,
         match result {
@@ -75,13 +92,6 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
         },
     );
     line
-}
-
-/// Adds the fields of the object `extra` to the object `line`.
-fn merge(line: &mut Value, extra: Value) {
-    if let (Value::Object(line), Value::Object(extra)) = (line, extra) {
-        line.extend(extra);
-    }
 }
 
 fn main() -> ExitCode {
@@ -99,7 +109,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    let selected = workloads::all()
+    let selected = workloads::all(opts.epochs)
         .into_iter()
         .filter(|w| opts.filter.as_ref().is_none_or(|f| w.name.contains(f)));
     for workload in selected {

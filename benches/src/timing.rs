@@ -1,7 +1,8 @@
 //! Timing: warm-up calls, then the median of several samples.
 //!
 //! Fast ops are repeated within a sample so that each sample lasts at least
-//! [`MIN_SAMPLE`]; a sample's time is divided by its number of calls.
+//! [`MIN_SAMPLE`]; a sample's time is divided by its number of calls. Workloads
+//! too long to repeat (a training epoch) are timed [`once`].
 
 use std::time::{Duration, Instant};
 use verjus_core::{Backend, Result};
@@ -50,6 +51,20 @@ pub fn measure(
         min_ms: times[0],
         samples: times.len(),
         calls_per_sample: calls,
+    })
+}
+
+/// Times a single call of `f`, without warm-up.
+pub fn once(be: &dyn Backend, f: &mut dyn FnMut() -> Result<()>) -> Result<Timing> {
+    let start = Instant::now();
+    f()?;
+    be.synchronize()?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok(Timing {
+        median_ms: ms,
+        min_ms: ms,
+        samples: 1,
+        calls_per_sample: 1,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The named workloads: what each computes, its FLOP count, its parameters as
 //! JSON (so `run.py` can run the same workload in numpy and PyTorch), and how to
-//! prepare it on a backend.
+//! prepare it on a backend. Single ops are here; whole networks in [`crate::nets`].
 
+use crate::nets::{self, Net, Optimizer};
 use serde_json::{json, Value};
 use verjus_core::ops::{self, Conv2dParams, GemmSpec};
 use verjus_core::{Backend, BackendRef, DType, Result, Shape, Tensor};
@@ -29,6 +30,21 @@ pub enum Op {
         kernel: usize,
         pad: usize,
         backward: bool,
+    },
+    /// One training step of `net` at batch size `batch` (see [`nets::train_step`]).
+    TrainStep {
+        net: Net,
+        opt: Optimizer,
+        batch: usize,
+    },
+    /// The forward pass of `net` in inference mode (see [`nets::infer`]).
+    Infer { net: Net, batch: usize },
+    /// One Fashion-MNIST training epoch of `net` (see [`nets::epoch`]); timed
+    /// once, not repeated.
+    Epoch {
+        net: Net,
+        opt: Optimizer,
+        batch: usize,
     },
 }
 
@@ -70,14 +86,49 @@ fn conv(name: &str, c_in: usize, size: usize, c_out: usize, backward: bool) -> W
     }
 }
 
-/// Every workload, in the order they are reported.
+/// The batch size of the network workloads.
+const BATCH: usize = 128;
+
+fn named(name: &str, op: Op) -> Workload {
+    Workload {
+        name: name.into(),
+        op,
+    }
+}
+
+fn step(name: &str, net: Net, opt: Optimizer) -> Workload {
+    named(
+        name,
+        Op::TrainStep {
+            net,
+            opt,
+            batch: BATCH,
+        },
+    )
+}
+
+fn epoch(name: &str, net: Net) -> Workload {
+    let opt = Optimizer::Adam;
+    named(
+        name,
+        Op::Epoch {
+            net,
+            opt,
+            batch: BATCH,
+        },
+    )
+}
+
+/// Every workload, in the order they are reported; the epochs (which take a
+/// while) only when `epochs` is set.
 ///
 /// The MLP shapes are those of a 784-512-512-10 network at batch 128 with
 /// `y = x @ W` (`W` stored `[in, out]`): forward `x @ W`, backward
 /// `dx = dy @ W^T` and `dW = x^T @ dy` (the first layer needs no `dx`). The
-/// convolutions are the two layers of the Fashion-MNIST CNN at batch 128.
-pub fn all() -> Vec<Workload> {
-    vec![
+/// convolutions are the two layers of the Fashion-MNIST CNN at batch 128. The
+/// network workloads run those two networks whole, at the same batch size.
+pub fn all(epochs: bool) -> Vec<Workload> {
+    let mut all = vec![
         gemm("gemm_256", 256, 256, 256, false, false),
         gemm("gemm_1024", 1024, 1024, 1024, false, false),
         gemm("gemm_2048", 2048, 2048, 2048, false, false),
@@ -93,14 +144,28 @@ pub fn all() -> Vec<Workload> {
         conv("conv1_fwdbwd_1x32_28", 1, 28, 32, true),
         conv("conv2_fwd_32x64_14", 32, 14, 64, false),
         conv("conv2_fwdbwd_32x64_14", 32, 14, 64, true),
-    ]
+        named(
+            "mlp_infer",
+            Op::Infer {
+                net: Net::Mlp,
+                batch: BATCH,
+            },
+        ),
+        step("mlp_step", Net::Mlp, Optimizer::Adam),
+        step("mlp_step_sgd", Net::Mlp, Optimizer::SgdMomentum),
+        step("cnn_step", Net::Cnn, Optimizer::Adam),
+    ];
+    if epochs {
+        all.extend([epoch("mlp_epoch", Net::Mlp), epoch("cnn_epoch", Net::Cnn)]);
+    }
+    all
 }
 
 impl Workload {
     /// Floating-point operations of one run (multiply-adds count two; the bias
-    /// terms are left out).
-    pub fn flops(&self) -> f64 {
-        match self.op {
+    /// terms are left out); `None` for whole networks.
+    pub fn flops(&self) -> Option<f64> {
+        Some(match self.op {
             Op::Gemm { m, n, k, .. } => 2.0 * (m * n * k) as f64,
             Op::Conv2d {
                 batch,
@@ -120,6 +185,20 @@ impl Workload {
                     forward
                 }
             }
+            Op::TrainStep { .. } | Op::Infer { .. } | Op::Epoch { .. } => return None,
+        })
+    }
+
+    /// Whether a run is too long to repeat: timed once, without warm-up.
+    pub fn once(&self) -> bool {
+        matches!(self.op, Op::Epoch { .. })
+    }
+
+    /// Why the workload cannot run on this machine, if it cannot.
+    pub fn unavailable(&self) -> Option<String> {
+        match self.op {
+            Op::Epoch { .. } => nets::missing_dataset(),
+            _ => None,
         }
     }
 
@@ -144,6 +223,18 @@ impl Workload {
                 backward,
             } => json!({"op": "conv2d", "batch": batch, "c_in": c_in, "size": size,
                         "c_out": c_out, "kernel": kernel, "pad": pad, "backward": backward}),
+            Op::TrainStep { net, opt, batch } => {
+                let mut line = json!({"op": "train_step", "net": net.file(), "batch": batch});
+                merge(&mut line, opt.describe());
+                line
+            }
+            Op::Infer { net, batch } => json!({"op": "infer", "net": net.file(), "batch": batch}),
+            Op::Epoch { net, opt, batch } => {
+                let mut line = json!({"op": "train_epoch", "net": net.file(), "batch": batch,
+                                      "data_dir": nets::dataset_dir()});
+                merge(&mut line, opt.describe());
+                line
+            }
         }
     }
 
@@ -197,13 +288,23 @@ impl Workload {
                     Ok(())
                 }))
             }
+            Op::TrainStep { net, opt, batch } => nets::train_step(net, opt, batch, be),
+            Op::Infer { net, batch } => nets::infer(net, batch, be),
+            Op::Epoch { net, opt, batch } => nets::epoch(net, opt, batch, be),
         }
+    }
+}
+
+/// Adds the fields of the object `extra` to the object `line`.
+pub fn merge(line: &mut Value, extra: Value) {
+    if let (Value::Object(line), Value::Object(extra)) = (line, extra) {
+        line.extend(extra);
     }
 }
 
 /// A tensor of the given shape with values in [-1, 1) from a small
 /// deterministic generator (filled on the host, then uploaded).
-fn filled(be: &dyn Backend, dims: impl Into<Vec<usize>>, seed: u64) -> Result<Tensor> {
+pub fn filled(be: &dyn Backend, dims: impl Into<Vec<usize>>, seed: u64) -> Result<Tensor> {
     let shape = Shape::new(dims)?;
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let data = (0..shape.numel())
