@@ -115,7 +115,8 @@ pub(crate) fn permute(plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<
     Ok(())
 }
 
-fn permute_as<T: Copy + Send + Sync>(plan: &PermutePlan, x: &[T], y: &mut [T]) {
+/// The permutation on slices (`y.len()` elements of the plan's output).
+pub(crate) fn permute_as<T: Copy + Send + Sync>(plan: &PermutePlan, x: &[T], y: &mut [T]) {
     if y.is_empty() {
         return;
     }
