@@ -7,7 +7,11 @@
 //! overlapping windows add their gradients. Average pooling divides by the full
 //! window size (padding counts, PyTorch's `count_include_pad=True`). The common
 //! 2x2 window with stride 2 and no padding has its own loop without window
-//! clipping.
+//! clipping; for max pooling that loop walks two input rows at a time with a
+//! branchless pick of the maximum and, backward, writes every `dx` element of a
+//! window once (the windows do not overlap) instead of zero-filling `dx` and
+//! scattering into it. The generic per-output index arithmetic made pooling a
+//! fifth of the Fashion-MNIST CNN training step.
 
 use rayon::prelude::*;
 use verjus_core::ops::{Pool2dPlan, PoolKind};
@@ -74,7 +78,8 @@ impl Geom {
 /// Whether `v` beats the best so far `b` (NaN counts as the largest value; ties
 /// keep the earlier element).
 fn beats(v: f32, b: f32) -> bool {
-    v > b || (v.is_nan() && !b.is_nan())
+    // `|` and `&` rather than short-circuits keep the pick branchless.
+    (v > b) | (v.is_nan() & !b.is_nan())
 }
 
 /// Index in the plane of the first maximum of window `(oy, ox)`, if the window
@@ -97,21 +102,72 @@ fn quad(g: &Geom, oy: usize, ox: usize) -> [usize; 4] {
     [top, top + 1, top + g.w, top + g.w + 1]
 }
 
-/// The first maximum of a 2x2 window (as a plane index).
-fn quad_argmax(x: &[f32], q: [usize; 4]) -> usize {
-    q.into_iter()
-        .reduce(|b, i| if beats(x[i], x[b]) { i } else { b })
-        .unwrap_or(q[0]) // a 2x2 window is never empty
+/// The first maximum of the 2x2 window `[a, b; c, d]`: its value and position
+/// in row-major order.
+fn quad_max(a: f32, b: f32, c: f32, d: f32) -> (f32, u8) {
+    [(b, 1), (c, 2), (d, 3)].into_iter().fold(
+        (a, 0),
+        |best, (v, k)| if beats(v, best.0) { (v, k) } else { best },
+    )
+}
+
+/// The rows `2 * oy` and `2 * oy + 1` of a plane of width `w`, cut to the
+/// `2 * ow` columns that the 2x2 windows cover.
+fn row_pair(x: &[f32], w: usize, ow: usize, oy: usize) -> (&[f32], &[f32]) {
+    let (top, bottom) = x[2 * oy * w..][..2 * w].split_at(w);
+    (&top[..2 * ow], &bottom[..2 * ow])
+}
+
+/// 2x2, stride-2 max pooling of one plane `x [h, w]` into `y [oh, ow]`.
+fn max_halving_plane(g: &Geom, x: &[f32], y: &mut [f32]) {
+    for (oy, y_row) in y.chunks_exact_mut(g.ow).enumerate() {
+        let (top, bottom) = row_pair(x, g.w, g.ow, oy);
+        for ((out, t), b) in y_row
+            .iter_mut()
+            .zip(top.chunks_exact(2))
+            .zip(bottom.chunks_exact(2))
+        {
+            *out = quad_max(t[0], t[1], b[0], b[1]).0;
+        }
+    }
+}
+
+/// Writes (not adds) one plane's gradient of 2x2, stride-2 max pooling: each
+/// window's `dy` at its first maximum, zero elsewhere, including the last row
+/// or column that an odd height or width leaves outside every window.
+fn max_halving_unpool_plane(g: &Geom, x: &[f32], dy: &[f32], dx: &mut [f32]) {
+    let covered = 2 * g.oh * g.w;
+    for (oy, dy_row) in dy.chunks_exact(g.ow).enumerate() {
+        let (top, bottom) = row_pair(x, g.w, g.ow, oy);
+        let (dx_top, dx_bottom) = dx[2 * oy * g.w..][..2 * g.w].split_at_mut(g.w);
+        dx_top[2 * g.ow..].fill(0.0);
+        dx_bottom[2 * g.ow..].fill(0.0);
+        for ((((&d, t), b), dt), db) in dy_row
+            .iter()
+            .zip(top.chunks_exact(2))
+            .zip(bottom.chunks_exact(2))
+            .zip(dx_top.chunks_exact_mut(2))
+            .zip(dx_bottom.chunks_exact_mut(2))
+        {
+            let k = quad_max(t[0], t[1], b[0], b[1]).1;
+            let at = |i: u8| if k == i { d } else { 0.0 };
+            dt.copy_from_slice(&[at(0), at(1)]);
+            db.copy_from_slice(&[at(2), at(3)]);
+        }
+    }
+    dx[covered..].fill(0.0);
 }
 
 /// Pools one plane `x [h, w]` into `y [oh, ow]`.
 fn pool_plane(g: &Geom, x: &[f32], y: &mut [f32]) {
+    if g.is_halving() && g.kind == PoolKind::Max {
+        return max_halving_plane(g, x, y);
+    }
     for (oy, row) in y.chunks_exact_mut(g.ow).enumerate() {
         for (ox, out) in row.iter_mut().enumerate() {
             *out = match (g.is_halving(), g.kind) {
-                (true, PoolKind::Max) => x[quad_argmax(x, quad(g, oy, ox))],
                 (true, PoolKind::Avg) => quad(g, oy, ox).map(|i| x[i]).iter().sum::<f32>() * 0.25,
-                (false, _) => pool_window(g, x, oy, ox),
+                _ => pool_window(g, x, oy, ox),
             };
         }
     }
@@ -132,16 +188,16 @@ fn pool_window(g: &Geom, x: &[f32], oy: usize, ox: usize) -> f32 {
     }
 }
 
-/// Adds one plane's gradient `dy [oh, ow]` into `dx [h, w]`.
+/// Adds one plane's gradient `dy [oh, ow]` into `dx [h, w]` (all but the
+/// halving max pooling, which [`max_halving_unpool_plane`] handles).
 fn unpool_plane(g: &Geom, x: &[f32], dy: &[f32], dx: &mut [f32]) {
     for (oy, row) in dy.chunks_exact(g.ow).enumerate() {
         for (ox, &d) in row.iter().enumerate() {
             match (g.is_halving(), g.kind) {
-                (true, PoolKind::Max) => dx[quad_argmax(x, quad(g, oy, ox))] += d,
                 (true, PoolKind::Avg) => {
                     quad(g, oy, ox).into_iter().for_each(|i| dx[i] += d * 0.25)
                 }
-                (false, _) => unpool_window(g, x, oy, ox, d, dx),
+                _ => unpool_window(g, x, oy, ox, d, dx),
             };
         }
     }
@@ -201,14 +257,22 @@ pub(crate) fn pool2d_backward(
         return Ok(());
     }
     let per_task = g.planes_per_task();
+    let overwrites = g.is_halving() && g.kind == PoolKind::Max;
     dx.par_chunks_mut(plane_in * per_task)
         .enumerate()
         .for_each(|(t, dxs)| {
-            dxs.fill(0.0);
+            if !overwrites {
+                dxs.fill(0.0);
+            }
             for (i, dx_p) in dxs.chunks_exact_mut(plane_in).enumerate() {
                 let p = t * per_task + i;
                 let x_p = &x[p * plane_in..(p + 1) * plane_in];
-                unpool_plane(&g, x_p, &dy[p * plane_out..(p + 1) * plane_out], dx_p);
+                let dy_p = &dy[p * plane_out..(p + 1) * plane_out];
+                if overwrites {
+                    max_halving_unpool_plane(&g, x_p, dy_p, dx_p);
+                } else {
+                    unpool_plane(&g, x_p, dy_p, dx_p);
+                }
             }
         });
     Ok(())
