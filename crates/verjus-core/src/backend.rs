@@ -20,6 +20,19 @@ use std::sync::Arc;
 /// A shared handle to a backend, as selected at run time.
 pub type BackendRef = Arc<dyn Backend>;
 
+/// Runs `f` through [`Backend::run_scoped`] and returns its result.
+pub fn scoped<T: Send>(be: &dyn Backend, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    let mut f = Some(f);
+    let mut result = None;
+    be.run_scoped(&mut || result = f.take().map(|f| f()));
+    result.unwrap_or_else(|| {
+        Err(Error::Device {
+            device: be.device().to_string(),
+            msg: format!("the {} backend did not run the scoped work", be.name()),
+        })
+    })
+}
+
 macro_rules! unsupported {
     ($self:ident, $op:literal) => {
         Err(Error::unsupported($op, $self.name()))
@@ -36,6 +49,15 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Waits for queued work to finish (a no-op on synchronous backends).
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// Runs `f` where this backend's work is best issued from, returning when it
+    /// is done. Callers that issue many ops in a row (a training step, an
+    /// inference pass) wrap them in it. The default runs `f` in place; the native
+    /// backend runs it on one of its pool's threads, so the caller's thread does
+    /// not compete for the cores with the pool's workers between parallel kernels.
+    fn run_scoped(&self, f: &mut (dyn FnMut() + Send)) {
+        f()
     }
 
     /// A zero-filled tensor on this device.

@@ -23,7 +23,7 @@ pub mod rng;
 mod shape;
 mod tensor;
 
-pub use backend::{Backend, BackendRef};
+pub use backend::{scoped, Backend, BackendRef};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -28,6 +28,14 @@ impl Backend for NativeBackend {
     fn device(&self) -> Device {
         Device::Cpu
     }
+    /// Runs `f` on a rayon worker: called from outside the pool, the caller would
+    /// otherwise block while the workers run each parallel kernel, and between
+    /// kernels the workers spin for work while the caller runs the sequential
+    /// parts: three threads on two cores (measured: the MLP training step
+    /// 15-20 % faster on 2 cores, small ops about 2x).
+    fn run_scoped(&self, f: &mut (dyn FnMut() + Send)) {
+        rayon::scope(|_| f());
+    }
     fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
         Tensor::zeros_host(shape, dtype)
     }

@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::gradplan::{self, Src};
 use crate::layers::{batched, fmt_shape, internal, Backward, Forward, Inputs, ParamGrads, Params};
 use crate::network::Network;
-use verjus_core::{Backend, DType, Error, Result, Tensor};
+use verjus_core::{scoped, Backend, DType, Error, Result, Tensor};
 
 impl Network {
     /// Forward pass: `inputs[i]` is `[batch] + unit shape` of network input `i`
@@ -21,6 +21,11 @@ impl Network {
         ctx: &mut Context,
         inputs: &[&Tensor],
     ) -> Result<()> {
+        scoped(be, || self.forward_here(be, ctx, inputs))
+    }
+
+    /// The body of [`Network::compute_output`], on the backend's thread.
+    fn forward_here(&self, be: &dyn Backend, ctx: &mut Context, inputs: &[&Tensor]) -> Result<()> {
         let op = "Network::compute_output";
         if inputs.len() != self.n_inputs {
             return Err(Error::invalid(
@@ -92,6 +97,16 @@ impl Network {
     /// [`Context::param_grads`] (overwriting the previous pass; sums over the
     /// batch) and, when requested, [`Context::input_grad`].
     pub fn compute_gradients(
+        &self,
+        be: &dyn Backend,
+        ctx: &mut Context,
+        output_grads: &[&Tensor],
+    ) -> Result<()> {
+        scoped(be, || self.backward_here(be, ctx, output_grads))
+    }
+
+    /// The body of [`Network::compute_gradients`], on the backend's thread.
+    fn backward_here(
         &self,
         be: &dyn Backend,
         ctx: &mut Context,

@@ -23,7 +23,9 @@ use crate::network::Network;
 use crate::parameter::Parameter;
 use crate::solver::{ParamMut, Solver};
 use std::collections::hash_map::{Entry, HashMap};
-use verjus_core::{ops, Backend, BackendRef, DType, Device, Element, Error, Result, Shape, Tensor};
+use verjus_core::{
+    ops, scoped, Backend, BackendRef, DType, Device, Element, Error, Result, Shape, Tensor,
+};
 
 impl ParamMut for Parameter {
     fn name(&self) -> &str {
@@ -112,6 +114,16 @@ impl Trainer {
     ///
     /// A non-finite loss is an error, raised before the parameters change.
     pub fn train_minibatch(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, &Tensor)> {
+        let be = BackendRef::clone(&self.be);
+        let (loss, batch) = scoped(&*be, || self.step(x, y))?;
+        let bufs = self.buffers.get(&batch).ok_or_else(|| {
+            Error::invalid("train_minibatch", "the step kept no buffers for its batch")
+        })?;
+        Ok((loss, bufs.ctx.output(0)))
+    }
+
+    /// The body of [`Trainer::train_minibatch`]; returns the loss and the batch size.
+    fn step(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, usize)> {
         let op = "train_minibatch";
         let batch = batch_of(op, x, y)?;
         let be: &dyn Backend = &*self.be;
@@ -133,13 +145,19 @@ impl Trainer {
             .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
         self.solver
             .step(be, self.net.parameters_mut(), bufs.ctx.param_grads(), batch)?;
-        Ok((loss, bufs.ctx.output(0)))
+        Ok((loss, batch))
     }
 
     /// Mean loss and (for integer labels) accuracy over all of `x` / `y`, in
     /// inference mode, `batch_size` examples at a time. `x` and `y` may be host
     /// or device tensors.
     pub fn evaluate(&mut self, x: &Tensor, y: &Tensor, batch_size: usize) -> Result<Metrics> {
+        let be = BackendRef::clone(&self.be);
+        scoped(&*be, || self.evaluate_here(x, y, batch_size))
+    }
+
+    /// The body of [`Trainer::evaluate`].
+    fn evaluate_here(&mut self, x: &Tensor, y: &Tensor, batch_size: usize) -> Result<Metrics> {
         let op = "evaluate";
         let n = batch_of(op, x, y)?;
         if batch_size == 0 {
