@@ -35,3 +35,24 @@ trap on_exit EXIT
 
 # Run from the repository root, wherever the script was started.
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+# Python packages the build, the tests and the main job use (pinned, from PyPI).
+PY_TOOLS=(
+    maturin==1.16.0 numpy==2.4.6 pytest==9.2.0 ruff==0.17.6
+    tqdm==4.70.1 matplotlib==3.11.2 safetensors==0.8.0
+)
+
+# Creates .venv (if missing) with PY_TOOLS and makes it the active environment for
+# cargo (pyo3's build script), maturin and the commands that follow.
+setup_venv() {
+    require python3 "Install Python 3.11 or newer."
+    python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+        die "Python 3.11 or newer is needed; python3 is $(python3 --version 2>&1)"
+    if [[ ! -x .venv/bin/python ]]; then
+        python3 -m venv .venv || die "python3 -m venv failed; on Debian/Ubuntu: apt-get install python3-venv"
+    fi
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "${PY_TOOLS[@]}"
+    export VIRTUAL_ENV="$PWD/.venv"
+    export PYO3_PYTHON="$VIRTUAL_ENV/bin/python"
+    export PATH="$VIRTUAL_ENV/bin:$PATH"
+}

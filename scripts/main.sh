@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up from a fresh clone and runs the main job: the Fashion-MNIST CNN
-# (examples/nets/fashion_cnn.json) trained for 3 epochs with Adam on the native
-# CPU backend, printing per-epoch train loss and test accuracy.
+# Sets up from a fresh clone and runs the main job: the `verjus` command trains
+# the Fashion-MNIST CNN (examples/nets/fashion_cnn.json) for 3 epochs with Adam on
+# the CPU, printing per-epoch train loss and test accuracy, and writes the run
+# folder runs/cnn (network.json, weights.safetensors, metrics.jsonl, curves.png).
 #
-# The data comes from Debian's dataset-fashion-mnist package; as root this script
-# installs it when it is missing, otherwise it says what to run. Pass
-# `--epochs N` to change the epoch count (e.g. `bash scripts/main.sh --epochs 1`).
+# Setup: a virtual environment .venv with the Python package built in release
+# mode; the data comes from Debian's dataset-fashion-mnist package, which this
+# script installs as root when it is missing (otherwise it says what to run).
+# Extra arguments go to `verjus train` (e.g. `bash scripts/main.sh --epochs 1`).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -25,7 +27,14 @@ if [[ ! -f $DATA_DIR/t10k-labels-idx1-ubyte.gz ]]; then
     fi
 fi
 
-step "cargo run --release --example fashion_cnn"
-cargo run --release --example fashion_cnn -- "$@"
+step "Python virtual environment .venv"
+setup_venv
+
+step "build and install the Python package (maturin develop --release)"
+maturin develop --release
+
+step "verjus train examples/nets/fashion_cnn.json"
+verjus train examples/nets/fashion_cnn.json --data fashion-mnist --epochs 3 \
+    --optimizer adam --lr 1e-3 --batch-size 128 --device cpu --out runs/cnn "$@"
 
 step "done"

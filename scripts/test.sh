@@ -1,31 +1,21 @@
 #!/usr/bin/env bash
 # Sets up everything from a fresh clone and runs all tests:
 #   Rust: cargo fmt --check, clippy (warnings are errors), cargo test (release);
-#   Python: builds the package into .venv, ruff check + format check, pytest.
+#   Python: builds the package into .venv, ruff check + format check, pytest;
+#   the wheel: `maturin build` makes the abi3 wheel, which is installed into a
+#   clean virtual environment and run there (import, the `verjus` command).
 # Exits non-zero on the first failure. Needs cargo and python3 (>= 3.11) with venv.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-PY_TOOLS=(maturin==1.16.0 numpy==2.4.6 pytest==9.2.0 ruff==0.17.6)
-
 require cargo "Install Rust (https://rustup.rs)."
-require python3 "Install Python 3.11 or newer."
-python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
-    die "Python 3.11 or newer is needed; python3 is $(python3 --version 2>&1)"
 
 step "cargo fmt --check"
 cargo fmt --all --check
 
 step "Python virtual environment .venv"
-if [[ ! -x .venv/bin/python ]]; then
-    python3 -m venv .venv || die "python3 -m venv failed; on Debian/Ubuntu: apt-get install python3-venv"
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "${PY_TOOLS[@]}"
-# Build the bindings against the venv's interpreter, in cargo and maturin alike.
-export VIRTUAL_ENV="$PWD/.venv"
-export PYO3_PYTHON="$VIRTUAL_ENV/bin/python"
-export PATH="$VIRTUAL_ENV/bin:$PATH"
+setup_venv
 
 step "ruff"
 py_dirs=()
@@ -46,5 +36,19 @@ maturin develop --release
 
 step "pytest"
 pytest tests -q
+
+step "the wheel in a clean virtual environment"
+wheel_dir=$(mktemp -d)
+clean_env=$(mktemp -d)
+trap 'rm -rf "$wheel_dir" "$clean_env"; on_exit' EXIT
+maturin build --release --out "$wheel_dir"
+wheels=("$wheel_dir"/verjus-*-abi3-*.whl)
+[[ -f ${wheels[0]} ]] || die "maturin built no abi3 wheel (found: $(ls "$wheel_dir"))"
+python3 -m venv "$clean_env/venv"
+"$clean_env/venv/bin/python" -m pip install --quiet --disable-pip-version-check "${wheels[0]}"
+(cd "$clean_env" && "$clean_env/venv/bin/python" -c \
+    'import verjus, numpy as np; n = verjus.Network.from_def({"inputs": [{"name": "x", "shape": [3]}], "layers": [{"name": "fc", "type": "Linear", "out_features": 2}]}); print("wheel", verjus.__version__, "forward", n(np.ones((1, 3), np.float32)).shape)')
+"$clean_env/venv/bin/verjus" info examples/nets/fashion_cnn.json >/dev/null
+echo "installed and ran $(basename "${wheels[0]}")"
 
 step "all tests passed"

@@ -1,10 +1,32 @@
 """verjus: a deep learning framework with a Rust core.
 
-This package is the thin Python layer over the native module ``verjus._verjus``.
-For now it exposes the version, the available devices and a float32 GEMM on
-numpy arrays; the network, training and ``rf`` frontend APIs will follow.
+This package is the thin Python layer over the native module ``verjus._verjus``:
+every computation runs in Rust with the GIL released.
+
+- ``verjus.nn``: network definitions (``Sequential``, the functional ``Graph``);
+- ``verjus.Network``: a built network (``from_def``, ``forward``, ``summary``,
+  ``state_dict``, ``save``/``load``);
+- ``verjus.optim``: ``SGD``, ``Adam``, ``AdamW`` and learning-rate schedules;
+- ``verjus.Trainer``: ``train_minibatch``, ``evaluate`` and ``fit``;
+- ``verjus.data``: Fashion-MNIST as numpy arrays;
+- the ``verjus`` command (``verjus.cli``): ``train``, ``info``, ``predict``.
 """
 
+from verjus import data, nn, optim
 from verjus._verjus import __version__, devices, gemm
+from verjus.network import Network
+from verjus.trainer import Callback, History, Metrics, Trainer
 
-__all__ = ["__version__", "devices", "gemm"]
+__all__ = [
+    "Callback",
+    "History",
+    "Metrics",
+    "Network",
+    "Trainer",
+    "__version__",
+    "data",
+    "devices",
+    "gemm",
+    "nn",
+    "optim",
+]

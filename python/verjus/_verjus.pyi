@@ -1,4 +1,14 @@
-"""Type stub of the native module ``verjus._verjus`` (crates/verjus-py)."""
+"""Type stub of the native module ``verjus._verjus`` (crates/verjus-py).
+
+The Python package wraps these classes; user code imports ``verjus``, not this
+module. Every call that computes releases the GIL. Errors: ``ValueError`` for bad
+shapes, dtypes, values and definitions (the message names the layer and the
+expected and actual shapes), ``OSError`` for file problems (the message names the
+file), ``RuntimeError`` for device failures, ``NotImplementedError`` for an op a
+backend lacks. No Rust panic reaches Python.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -15,3 +25,140 @@ def gemm(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[
     operands or absent in one. Raises ``ValueError`` naming both shapes when they
     do not fit, and ``TypeError`` for anything but float32 numpy arrays.
     """
+
+def fashion_mnist(
+    split: str, data_dir: str | None = None
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """One split (``"train"`` or ``"test"``) of Fashion-MNIST from the IDX ``.gz`` files.
+
+    Images ``[N, 1, 28, 28]`` float32 scaled to ``[0, 1]``, labels ``[N]`` int64.
+    The folder is ``data_dir``, else ``$VERJUS_FASHION_MNIST``, else
+    ``/usr/share/datasets/fashion-mnist``. A missing file is an ``OSError`` whose
+    message says to ``apt-get install dataset-fashion-mnist``; a malformed one an
+    ``OSError`` naming the file and the byte offset.
+    """
+
+class Network:
+    """A built network (static graph) and its parameters, on the CPU.
+
+    A ``Trainer`` made from a network trains *this* network: the two share it,
+    so ``forward`` and ``state_dict`` see the trained weights.
+    """
+
+    @staticmethod
+    def from_json(text: str, seed: int = 0) -> Network:
+        """Parses and builds a ``NetworkDef`` (JSON text); parameters are drawn from ``seed``.
+
+        A definition error is a ``ValueError`` naming the layer and the shapes.
+        """
+
+    def to_json(self) -> str:
+        """The definition as JSON (what ``from_json`` reads)."""
+
+    def inputs(self) -> list[tuple[str, list[int]]]:
+        """``(name, unit shape)`` of each input, in order."""
+
+    def outputs(self) -> list[tuple[str, list[int]]]:
+        """``(name, unit shape)`` of each output, in order."""
+
+    def descriptors(self) -> list[dict[str, object]]:
+        """One dict per leaf layer in execution order, with keys ``path`` (str),
+        ``kind`` (str), ``inputs`` (list[str]), ``input_shapes`` (list[list[int]]),
+        ``output_shape`` (list[int]), ``params`` (list of ``(name, shape)``),
+        ``shares`` (str | None) and ``live`` (bool)."""
+
+    def parameter_count(self) -> int:
+        """Number of learnable scalars (shared parameters counted once)."""
+
+    def forward(self, inputs: Sequence[npt.ArrayLike]) -> list[npt.NDArray[np.float32]]:
+        """Inference (training off, no dropout) on one batch; one array per input.
+
+        Each input is ``[batch, *unit_shape]``; a C-contiguous float32 array is read
+        without a copy, other float arrays and non-contiguous ones are converted,
+        and anything else is a ``TypeError``. Returns one float32 array per output.
+        """
+
+    def state_dict(self) -> list[tuple[str, npt.NDArray[np.float32]]]:
+        """``(name, copy of the value)`` per parameter, in parameter order (``fc1.weight``...)."""
+
+    def load_state_dict(self, values: Mapping[str, npt.ArrayLike], strict: bool = True) -> None:
+        """Replaces parameters by name. Every name and shape is checked before any
+        value changes: an unknown name, a wrong shape, or (when ``strict``) a
+        missing name is a ``ValueError`` naming the parameter and both shapes."""
+
+    def save_weights(self, path: str) -> None:
+        """Writes the parameters as safetensors (names are parameter names), atomically:
+        a temporary file in the same folder, fsync, then rename."""
+
+    def load_weights(self, path: str, strict: bool = True) -> None:
+        """Reads a safetensors file and loads it like ``load_state_dict``; nothing
+        changes unless the whole file is valid. File problems are ``OSError``."""
+
+class Dataset:
+    """Examples and targets held in Rust, for ``Trainer.train_epoch`` / ``evaluate_dataset``.
+
+    ``x`` is ``[N, ...]`` float32 (converted from other float arrays); ``y`` is
+    ``[N]`` integer class labels (stored as int64) or ``[N, ...]`` float32 targets.
+    The arrays are copied once, when the dataset is made.
+    """
+
+    def __init__(self, x: npt.ArrayLike, y: npt.ArrayLike) -> None: ...
+    def __len__(self) -> int: ...
+
+class Trainer:
+    """Trains one network with one solver and one loss on one device."""
+
+    def __init__(
+        self, network: Network, solver_json: str, loss_json: str, device: str = "cpu"
+    ) -> None:
+        """``solver_json`` is a ``SolverConfig``: ``{"rule": {"Adam": {...}} | {"Sgd": {...}},
+        "schedule": "Constant" | {"Step": {...}} | {"Cosine": {...}}, "clip_norm": float | null}``
+        with the fields of the Rust ``Sgd`` / ``Adam`` / ``LrSchedule``; of ``Sgd`` and ``Adam``
+        only ``lr`` is required, the others default to PyTorch's (``momentum``, ``dampening``,
+        ``weight_decay`` 0, ``nesterov`` / ``decoupled`` false, ``beta1`` 0.9, ``beta2`` 0.999,
+        ``eps`` 1e-8), and an unknown field is an error. ``loss_json`` is a
+        ``Loss``: ``{"type": "SoftmaxCrossEntropy", "label_smoothing": 0.0}``,
+        ``{"type": "Nll"}`` or ``{"type": "Mse"}``. ``device`` is ``"cpu"``, ``"cuda"`` or
+        ``"cuda:N"``; a device that is not there is a ``RuntimeError`` naming what is missing.
+        Bad settings are a ``ValueError`` naming the field."""
+
+    @property
+    def network(self) -> Network:
+        """The network this trainer trains (the same object it was made with)."""
+
+    @property
+    def step(self) -> int:
+        """Solver steps taken so far."""
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next step will use (after the schedule)."""
+
+    def solver_json(self) -> str:
+        """The solver's configuration (not its state) as JSON."""
+
+    def train_minibatch(
+        self, x: npt.ArrayLike, y: npt.ArrayLike
+    ) -> tuple[float, npt.NDArray[np.float32]]:
+        """One step: forward (training mode), loss, backward, update normalised by
+        this batch's size. Returns the mean loss and a copy of output 0."""
+
+    def evaluate(
+        self, x: npt.ArrayLike, y: npt.ArrayLike, batch_size: int = 1000
+    ) -> tuple[float, float | None]:
+        """Mean loss and accuracy (``None`` unless ``y`` holds class labels) in inference mode."""
+
+    def evaluate_dataset(self, data: Dataset, batch_size: int = 1000) -> tuple[float, float | None]:
+        """``evaluate`` over a ``Dataset``."""
+
+    def train_epoch(
+        self,
+        data: Dataset,
+        batch_size: int,
+        shuffle_seed: int | None = None,
+        on_step: Callable[[int, float], object] | None = None,
+    ) -> float:
+        """One pass over ``data`` in minibatches (shuffled by ``shuffle_seed`` when given,
+        the last batch may be short). After each step, with the GIL held, calls
+        ``on_step(examples_in_step, loss)``; an exception it raises stops the epoch
+        and propagates. Returns the mean training loss over the epoch's examples."""

@@ -1,7 +1,8 @@
 //! verjus-core: the vocabulary every other verjus crate shares.
 //!
 //! - [`DType`], [`Shape`] (checked: an absurd shape is an error), [`Device`] and
-//!   [`Tensor`] (dense, row-major, on one device);
+//!   [`Tensor`] (dense, row-major, on one device; [`HostView`] borrows host
+//!   memory read-only, without a copy);
 //! - the [`Backend`] trait: the op set a device implements, called through the
 //!   validating functions in [`ops`];
 //! - [`rng`]: the Philox-4x32-10 stream all backends share, so random draws and
@@ -22,6 +23,7 @@ pub mod ops;
 pub mod rng;
 mod shape;
 mod tensor;
+mod view;
 
 pub use backend::{scoped, Backend, BackendRef};
 pub use device::Device;
@@ -29,3 +31,4 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use shape::{Shape, MAX_ELEMENTS, MAX_RANK};
 pub use tensor::{DeviceStorage, HostData, Storage, Tensor};
+pub use view::{BorrowedHost, HostView};

@@ -3,12 +3,15 @@
 //! Tensors are always dense and row-major; a permutation is an op that copies
 //! (`ops::permute`), a reshape is free. Host tensors (`Device::Cpu`) keep their
 //! elements in a `Vec`; a device backend keeps its buffers behind the
-//! [`DeviceStorage`] trait and recovers its own type with `as_any`.
+//! [`DeviceStorage`] trait and recovers its own type with `as_any`. A read-only
+//! host tensor can also borrow its elements from the caller ([`Tensor::view`],
+//! in `view.rs`).
 //!
 //! Backends write into tensors the caller owns (`&mut Tensor` outputs), so a
 //! static graph can allocate its activation buffers once and reuse them step after
 //! step; the eager frontend allocates fresh outputs with [`crate::ops::zeros`].
 
+use crate::view::BorrowedHost;
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::any::Any;
 use std::fmt;
@@ -78,6 +81,8 @@ pub trait DeviceStorage: Send + Sync + fmt::Debug {
 #[derive(Debug)]
 pub enum Storage {
     Host(HostData),
+    /// Host elements borrowed read-only from the caller (see [`Tensor::view`]).
+    Borrowed(BorrowedHost),
     Device(Box<dyn DeviceStorage>),
 }
 
@@ -108,6 +113,15 @@ impl Tensor {
         })
     }
 
+    /// A tensor from checked parts (for constructors elsewhere in this crate).
+    pub(crate) fn from_parts(shape: Shape, dtype: DType, storage: Storage) -> Self {
+        Tensor {
+            shape,
+            dtype,
+            storage,
+        }
+    }
+
     /// A zero-filled host tensor.
     pub fn zeros_host(shape: &Shape, dtype: DType) -> Result<Self> {
         Ok(Tensor {
@@ -119,13 +133,18 @@ impl Tensor {
 
     /// A tensor over storage a backend made; the backend guarantees the size.
     pub fn from_storage(shape: Shape, dtype: DType, storage: Storage) -> Result<Self> {
-        if let Storage::Host(h) = &storage {
-            if h.dtype() != dtype || h.len() != shape.numel() {
+        let host = match &storage {
+            Storage::Host(h) => Some((h.dtype(), h.len())),
+            Storage::Borrowed(b) => Some((b.dtype(), b.len())),
+            Storage::Device(_) => None,
+        };
+        if let Some((host_dtype, len)) = host {
+            if host_dtype != dtype || len != shape.numel() {
                 return Err(Error::shape(
                     "Tensor::from_storage",
                     "host storage",
                     format!("{} elements of {dtype}", shape.numel()),
-                    format!("{} elements of {}", h.len(), h.dtype()),
+                    format!("{len} elements of {host_dtype}"),
                 ));
             }
         }
@@ -159,7 +178,7 @@ impl Tensor {
     /// The device holding the elements.
     pub fn device(&self) -> Device {
         match &self.storage {
-            Storage::Host(_) => Device::Cpu,
+            Storage::Host(_) | Storage::Borrowed(_) => Device::Cpu,
             Storage::Device(d) => d.device(),
         }
     }
@@ -178,15 +197,21 @@ impl Tensor {
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
         match &self.storage {
             Storage::Host(h) => T::host_slice(h).ok_or_else(|| self.dtype_error::<T>()),
+            Storage::Borrowed(b) => b.as_slice::<T>().ok_or_else(|| self.dtype_error::<T>()),
             Storage::Device(d) => Err(not_on_host(d.device())),
         }
     }
 
-    /// Host elements as a mutable slice of `T`.
+    /// Host elements as a mutable slice of `T`; an error for device tensors,
+    /// another dtype and read-only views.
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
         let err = self.dtype_error::<T>();
         match &mut self.storage {
             Storage::Host(h) => T::host_slice_mut(h).ok_or(err),
+            Storage::Borrowed(_) => Err(Error::invalid(
+                "host access",
+                "the tensor is a read-only view of borrowed memory",
+            )),
             Storage::Device(d) => Err(not_on_host(d.device())),
         }
     }
@@ -208,16 +233,19 @@ impl Tensor {
         Ok(())
     }
 
-    /// A deep copy of a host tensor; device tensors are copied with `ops::copy`.
+    /// A deep copy of a host tensor (a view's copy owns its elements); device
+    /// tensors are copied with `ops::copy`.
     pub fn try_clone_host(&self) -> Result<Self> {
-        match &self.storage {
-            Storage::Host(h) => Ok(Tensor {
-                shape: self.shape.clone(),
-                dtype: self.dtype,
-                storage: Storage::Host(h.clone()),
-            }),
-            Storage::Device(d) => Err(not_on_host(d.device())),
-        }
+        let data = match &self.storage {
+            Storage::Host(h) => h.clone(),
+            Storage::Borrowed(b) => b.to_host_data()?,
+            Storage::Device(d) => return Err(not_on_host(d.device())),
+        };
+        Ok(Tensor {
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+            storage: Storage::Host(data),
+        })
     }
 
     fn dtype_error<T: Element>(&self) -> Error {

@@ -13,7 +13,9 @@
 //! shapes (by path); the gradients of all users are summed into the one
 //! parameter.
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 use verjus_core::{Error, Result};
 
 /// The current definition format.
@@ -50,7 +52,12 @@ pub struct InputDef {
 }
 
 /// One layer: a name, where its inputs come from, and what it is.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// In JSON the layer's own fields (`name`, `inputs`, `share`) sit beside its
+/// type's settings in one object. Deserializing splits them by hand rather than
+/// with `#[serde(flatten)]`, which would silently ignore unknown fields: a typo
+/// such as `"paddding"` must be an error that names the layer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayerDef {
     /// Unique within its scope; must not contain '.'.
     pub name: String,
@@ -109,9 +116,9 @@ fn is_last_axis(a: &isize) -> bool {
     *a == -1
 }
 
-/// What a layer computes. Tagged by `"type"` in JSON.
+/// What a layer computes. Tagged by `"type"` in JSON; unknown fields are errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
+#[serde(tag = "type", deny_unknown_fields)]
 pub enum LayerConfig {
     /// `y = x W^T + b` over the last axis; the input's last axis is `in_features`.
     Linear {
@@ -194,7 +201,61 @@ pub enum LayerConfig {
     },
 }
 
+impl<'de> Deserialize<'de> for LayerDef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let mut fields = Map::<String, Value>::deserialize(deserializer)?;
+        let name = match fields.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "a layer's \"name\" must be a string, got {other}"
+                )))
+            }
+            None => return Err(D::Error::missing_field("name")),
+        };
+        let in_layer = |e: serde_json::Error| D::Error::custom(format!("layer {name:?}: {e}"));
+        let inputs = fields
+            .remove("inputs")
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(in_layer)?;
+        let share = fields
+            .remove("share")
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(in_layer)?;
+        // serde ignores extra fields beside the tag of a unit variant; refuse them here.
+        let extra: Vec<String> = fields.keys().filter(|k| *k != "type").cloned().collect();
+        let config = LayerConfig::deserialize(Value::Object(fields)).map_err(in_layer)?;
+        if config.takes_no_settings() && !extra.is_empty() {
+            return Err(D::Error::custom(format!(
+                "layer {name:?}: unknown field(s) {extra:?}: {} takes no settings",
+                config.kind()
+            )));
+        }
+        Ok(LayerDef {
+            name,
+            inputs,
+            share,
+            config,
+        })
+    }
+}
+
 impl LayerConfig {
+    /// Whether this type has no settings besides its `"type"` (a unit variant).
+    fn takes_no_settings(&self) -> bool {
+        matches!(
+            self,
+            LayerConfig::ReLU
+                | LayerConfig::Sigmoid
+                | LayerConfig::Tanh
+                | LayerConfig::GELU
+                | LayerConfig::Flatten
+                | LayerConfig::Add
+        )
+    }
+
     /// The `"type"` tag, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -287,5 +348,51 @@ mod tests {
         assert!(err.contains("Relu6"), "{err}");
         let bad = CNN.replace("\"inputs\"", "\"inptus\"");
         assert!(NetworkDef::from_json(&bad).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_inside_a_layer_name_the_layer() {
+        let bad = CNN.replace("\"padding\"", "\"paddding\"");
+        let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+        assert!(err.contains("conv1") && err.contains("paddding"), "{err}");
+        let bad = CNN.replace(
+            r#"{"name": "relu1", "type": "ReLU"}"#,
+            r#"{"name": "relu1", "type": "ReLU", "inplace": true}"#,
+        );
+        let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+        assert!(err.contains("relu1") && err.contains("inplace"), "{err}");
+        let bad = CNN.replace(r#""name": "fc""#, r#""name": 7"#);
+        let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+        assert!(err.contains("name"), "{err}");
+    }
+
+    #[test]
+    fn nested_layers_round_trip_and_check_their_fields() {
+        let text = r#"{
+            "inputs": [{"name": "x", "shape": [4]}],
+            "layers": [{"name": "block", "type": "Sequential", "layers": [
+                {"name": "fc", "type": "Linear", "out_features": 2, "bias": false},
+                {"name": "act", "inputs": ["fc"], "type": "Tanh"}
+            ]}]
+        }"#;
+        let def = NetworkDef::from_json(text).unwrap();
+        assert_eq!(NetworkDef::from_json(&def.to_json()).unwrap(), def);
+        let bad = text.replace("\"bias\": false", "\"biass\": false");
+        let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+        assert!(err.contains("fc") && err.contains("biass"), "{err}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let depth = 10_000;
+        let mut text = String::from(r#"{"inputs": [{"name": "x", "shape": [1]}], "layers": ["#);
+        for i in 0..depth {
+            text.push_str(&format!(
+                r#"{{"name": "s{i}", "type": "Sequential", "layers": ["#
+            ));
+        }
+        text.push_str(&"]}".repeat(depth));
+        text.push_str("]}");
+        assert!(NetworkDef::from_json(&text).is_err());
     }
 }

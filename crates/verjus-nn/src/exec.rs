@@ -263,7 +263,11 @@ fn check_tensor(
         return Err(Error::shape(
             op,
             what(),
-            fmt_shape(&batched(batch, unit)),
+            format!(
+                "{} (batch {batch}, unit shape {})",
+                fmt_shape(&batched(batch, unit)),
+                fmt_shape(unit)
+            ),
             t.shape(),
         ));
     }

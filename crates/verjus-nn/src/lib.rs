@@ -16,6 +16,11 @@
 //! [`Trainer`] (one call per minibatch: forward, loss, backward, update) and
 //! [`data`] (the IDX files of MNIST and Fashion-MNIST, minibatches).
 //!
+//! Weights: [`weights`] reads and writes safetensors (named by parameter,
+//! PyTorch's layout), [`Network::load_parameters`] replaces parameters by name
+//! after checking all of them, and [`write_atomic`] saves files so that a crash
+//! never leaves a torn one.
+//!
 //! Gradients are summed wherever they meet (fan-outs, shared parameters), and
 //! parameter gradients are sums over the batch: a solver divides by the batch
 //! size it actually saw. [`Loss`] computes losses on the device with the same
@@ -42,6 +47,7 @@
 //! # }
 //! ```
 
+mod atomic;
 mod context;
 pub mod data;
 pub mod def;
@@ -50,16 +56,21 @@ mod exec;
 mod gradplan;
 mod graph;
 mod layers;
+mod load;
 mod loss;
 mod network;
 mod parameter;
+mod runner;
 pub mod solver;
 mod trainer;
+pub mod weights;
 
+pub use atomic::write_atomic;
 pub use context::Context;
 pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, Pair};
 pub use descriptor::{Descriptor, Init, ParamDesc};
 pub use loss::Loss;
 pub use network::Network;
 pub use parameter::Parameter;
+pub use runner::{check_compatible, Runner, Served};
 pub use trainer::{Metrics, Trainer};

@@ -90,6 +90,23 @@ impl Trainer {
         &self.net
     }
 
+    /// The network, mutably: for loading weights in place
+    /// ([`Network::load_parameters`], which keeps every shape). The solver's
+    /// state stays, keyed by parameter name.
+    pub fn network_mut(&mut self) -> &mut Network {
+        &mut self.net
+    }
+
+    /// The network, giving up the trainer (its solver state and buffers).
+    pub fn into_network(self) -> Network {
+        self.net
+    }
+
+    /// The backend this trainer computes on.
+    pub fn backend(&self) -> &BackendRef {
+        &self.be
+    }
+
     /// Replaces the network (e.g. rebuilt from an edited definition) and returns
     /// the old one. The solver's state carries over by parameter name.
     pub fn set_network(&mut self, net: Network) -> Network {

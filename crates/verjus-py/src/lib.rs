@@ -3,11 +3,22 @@
 //! The Python package `verjus` (in `python/verjus/`) re-exports what this module
 //! defines. The bindings stay thin: they convert between numpy arrays and verjus
 //! tensors, release the GIL around every computation, and turn every verjus
-//! [`Error`](verjus::Error) into a Python exception (see [`error`]); nothing here
+//! [`Error`](verjus::Error) into a Python exception (see `error.rs`); nothing here
 //! panics on user input.
+//!
+//! - `network.rs`, `trainer.rs`, `dataset.rs`: the classes `Network`, `Trainer`,
+//!   `Dataset`; a network and its trainers share one model (`shared.rs`);
+//! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
+//! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`.
 
+mod convert;
+mod data;
+mod dataset;
 mod error;
 mod linalg;
+mod network;
+mod shared;
+mod trainer;
 
 use pyo3::prelude::*;
 use verjus::Device;
@@ -31,5 +42,9 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(linalg::gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(data::fashion_mnist, m)?)?;
+    m.add_class::<network::Network>()?;
+    m.add_class::<dataset::Dataset>()?;
+    m.add_class::<trainer::Trainer>()?;
     Ok(())
 }

@@ -1,6 +1,8 @@
-//! An in-memory labelled dataset and its minibatches.
+//! An in-memory dataset and its minibatches.
 //!
-//! The examples and their labels stay on the host; a minibatch is gathered into
+//! Targets are either integer class labels `[N]` (i64, for classification
+//! losses) or f32 values `[N, ...]` (for regression with `Loss::Mse`); batches
+//! gather whichever there is. The examples and their targets stay on the host; a minibatch is gathered into
 //! fresh host tensors, which the trainer hands to the network (uploading them
 //! when the network runs on a device). Shuffling is a Fisher–Yates permutation
 //! driven by the Philox stream of [`verjus_core::rng`], so a seed gives the same
@@ -8,14 +10,15 @@
 
 use verjus_core::{rng, DType, Device, Element, Error, Result, Tensor};
 
-/// Examples `[N, ...]` (f32) and their labels `[N]` (i64), on the host.
+/// Examples `[N, ...]` (f32) and their targets: labels `[N]` (i64) or values
+/// `[N, ...]` (f32), on the host.
 #[derive(Debug)]
 pub struct Dataset {
     examples: Tensor,
     labels: Tensor,
 }
 
-/// One minibatch: `x` is `[b, ...]`, `y` is `[b]`.
+/// One minibatch: `x` is `[b, ...]`, `y` is `[b]` labels or `[b, ...]` values.
 #[derive(Debug)]
 pub struct Batch {
     pub x: Tensor,
@@ -23,13 +26,18 @@ pub struct Batch {
 }
 
 impl Dataset {
-    /// Pairs examples with labels; both must be host tensors with the same first
-    /// dimension.
+    /// Pairs examples (f32) with targets: i64 labels `[N]` or f32 values
+    /// `[N, ...]`; both must be host tensors with the same first dimension.
     pub fn new(examples: Tensor, labels: Tensor) -> Result<Self> {
         let op = "Dataset::new";
+        let target_dtype = if labels.dtype() == DType::F32 {
+            DType::F32
+        } else {
+            DType::I64
+        };
         for (what, t, dtype) in [
             ("examples", &examples, DType::F32),
-            ("labels", &labels, DType::I64),
+            ("targets", &labels, target_dtype),
         ] {
             if t.device() != Device::Cpu {
                 return Err(Error::invalid(op, format!("{what} must be host tensors")));
@@ -47,8 +55,16 @@ impl Dataset {
             return Err(Error::shape(op, "examples", "[N, ...]", examples.shape()));
         }
         let n = examples.dims()[0];
-        if labels.dims() != [n] {
-            return Err(Error::shape(op, "labels", format!("[{n}]"), labels.shape()));
+        let fits = match target_dtype {
+            DType::F32 => labels.dims().first() == Some(&n),
+            _ => labels.dims() == [n],
+        };
+        if !fits {
+            let expected = match target_dtype {
+                DType::F32 => format!("[{n}, ...]"),
+                _ => format!("[{n}]"),
+            };
+            return Err(Error::shape(op, "targets", expected, labels.shape()));
         }
         Ok(Dataset { examples, labels })
     }
@@ -58,14 +74,19 @@ impl Dataset {
         &self.examples
     }
 
-    /// The labels, `[N]`.
+    /// The targets: labels `[N]` (i64) or values `[N, ...]` (f32).
     pub fn labels(&self) -> &Tensor {
         &self.labels
     }
 
+    /// The examples and the targets, giving up the dataset.
+    pub fn into_parts(self) -> (Tensor, Tensor) {
+        (self.examples, self.labels)
+    }
+
     /// Number of examples.
     pub fn len(&self) -> usize {
-        self.labels.numel()
+        self.examples.dims()[0]
     }
 
     /// Whether there are no examples.
@@ -112,7 +133,13 @@ impl Batches<'_> {
         let mut x_dims = self.data.examples.dims().to_vec();
         x_dims[0] = rows.len();
         let x = gather_rows::<f32>(&self.data.examples, rows, x_dims)?;
-        let y = gather_rows::<i64>(&self.data.labels, rows, vec![rows.len()])?;
+        let targets = &self.data.labels;
+        let mut y_dims = targets.dims().to_vec();
+        y_dims[0] = rows.len();
+        let y = match targets.dtype() {
+            DType::F32 => gather_rows::<f32>(targets, rows, y_dims)?,
+            _ => gather_rows::<i64>(targets, rows, y_dims)?,
+        };
         Ok(Batch { x, y })
     }
 }
@@ -225,6 +252,41 @@ mod tests {
             .to_string();
         assert!(e.contains("[3]") && e.contains("[2]"), "{e}");
         let x = Tensor::from_vec([2], vec![0.0f32; 2]).unwrap();
-        assert!(Dataset::new(x, Tensor::from_vec([2], vec![0.0f32; 2]).unwrap()).is_err());
+        assert!(Dataset::new(x, Tensor::from_vec([2], vec![0i32; 2]).unwrap()).is_err());
+        let x = Tensor::from_vec([2], vec![0.0f32; 2]).unwrap();
+        let e = Dataset::new(x, Tensor::from_vec([3, 1], vec![0.0f32; 3]).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[2, ...]") && e.contains("[3, 1]"), "{e}");
+    }
+
+    #[test]
+    fn float_targets_travel_with_their_examples() {
+        let n = 9;
+        let x = Tensor::from_vec([n, 1], (0..n).map(|i| i as f32).collect()).unwrap();
+        let y = Tensor::from_vec(
+            [n, 2],
+            (0..n).flat_map(|i| [i as f32, -(i as f32)]).collect(),
+        )
+        .unwrap();
+        let data = Dataset::new(x, y).unwrap();
+        assert_eq!(data.len(), n);
+        assert_eq!(data.labels().dims(), &[n, 2]);
+        let mut seen = 0;
+        for batch in data.batches(4, Some(5)).unwrap() {
+            let batch = batch.unwrap();
+            let b = batch.x.dims()[0];
+            assert_eq!(batch.y.dims(), &[b, 2]);
+            let (x, y) = (
+                batch.x.to_vec::<f32>().unwrap(),
+                batch.y.to_vec::<f32>().unwrap(),
+            );
+            for i in 0..b {
+                assert_eq!(y[2 * i], x[i]);
+                assert_eq!(y[2 * i + 1], -x[i]);
+            }
+            seen += b;
+        }
+        assert_eq!(seen, n);
     }
 }

@@ -19,20 +19,42 @@ use verjus_core::{Backend, Error, Result, Tensor};
 /// v = β2 · v + (1 − β2) · g²
 /// p = p − η · (m / (1 − β1^t)) / (sqrt(v / (1 − β2^t)) + eps)
 /// ```
+///
+/// In JSON only `lr` is required; the other fields default to PyTorch's
+/// (`beta1` 0.9, `beta2` 0.999, `eps` 1e-8, no weight decay, not decoupled), and
+/// an unknown field is an error.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Adam {
     /// The base learning rate `η` (the schedule scales it).
     pub lr: f32,
     /// Decay of the first moment, in `[0, 1)`.
+    #[serde(default = "default_beta1")]
     pub beta1: f32,
     /// Decay of the second moment, in `[0, 1)`.
+    #[serde(default = "default_beta2")]
     pub beta2: f32,
     /// Added to the denominator for stability.
+    #[serde(default = "default_eps")]
     pub eps: f32,
     /// L2 penalty (Adam) or decoupled decay rate (AdamW).
+    #[serde(default)]
     pub weight_decay: f32,
     /// AdamW: decay the weights directly instead of adding to the gradient.
+    #[serde(default)]
     pub decoupled: bool,
+}
+
+fn default_beta1() -> f32 {
+    0.9
+}
+
+fn default_beta2() -> f32 {
+    0.999
+}
+
+fn default_eps() -> f32 {
+    1e-8
 }
 
 impl Adam {
@@ -40,9 +62,9 @@ impl Adam {
     pub fn new(lr: f32) -> Self {
         Adam {
             lr,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
+            beta1: default_beta1(),
+            beta2: default_beta2(),
+            eps: default_eps(),
             weight_decay: 0.0,
             decoupled: false,
         }

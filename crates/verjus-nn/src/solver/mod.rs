@@ -3,6 +3,7 @@
 //! A [`Solver`] is an update rule ([`Sgd`] or [`Adam`]), a learning-rate
 //! [`LrSchedule`], optional gradient clipping by global norm, and the state those
 //! need ([`SolverState`]: moments and step counts, keyed by parameter name).
+//! [`SolverConfig`] is the settings without the state, as data (JSON).
 //!
 //! The network's gradients are *sums* over the batch. [`Solver::step`] takes the
 //! batch size of the step that produced them and passes
@@ -21,6 +22,7 @@
 
 mod adam;
 mod clip;
+mod config;
 mod rule;
 mod schedule;
 mod sgd;
@@ -30,6 +32,7 @@ mod tests;
 
 pub use adam::Adam;
 pub use clip::clip_factor;
+pub use config::SolverConfig;
 pub use rule::UpdateRule;
 pub use schedule::LrSchedule;
 pub use sgd::Sgd;

@@ -8,6 +8,7 @@ use verjus_core::{Error, Result};
 
 /// How the learning rate changes with the step number `t` (0 for the first step).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum LrSchedule {
     /// `lr(t) = base`.
     #[default]

@@ -19,17 +19,25 @@ use verjus_core::{Backend, Error, Result, Tensor};
 /// ```
 ///
 /// With `momentum = 0` there is no velocity and the step is `p = p − η · g`.
+///
+/// In JSON only `lr` is required; the other fields default to PyTorch's (0 or
+/// off), and an unknown field is an error.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Sgd {
     /// The base learning rate `η` (the schedule scales it).
     pub lr: f32,
     /// Momentum factor in `[0, 1)`; 0 disables the velocity buffer.
+    #[serde(default)]
     pub momentum: f32,
     /// Dampening of the gradient's contribution to the velocity, in `[0, 1]`.
+    #[serde(default)]
     pub dampening: f32,
     /// Nesterov momentum (needs `momentum > 0` and `dampening = 0`).
+    #[serde(default)]
     pub nesterov: bool,
     /// L2 penalty added to the gradient.
+    #[serde(default)]
     pub weight_decay: f32,
 }
 

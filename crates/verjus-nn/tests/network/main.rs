@@ -9,5 +9,6 @@ mod errors;
 mod examples;
 mod gradcheck;
 mod losses;
+mod runner;
 mod sharing;
 mod variable_batch;

@@ -1,0 +1,166 @@
+//! Serving inference while the network is replaced: the hot-swap [`Runner`].
+//!
+//! A `Runner` holds the network it serves behind an `Arc`. [`Runner::infer`]
+//! takes a clone of that `Arc` under a lock held only for the clone, then runs
+//! with no lock at all, so any number of threads infer at once. [`Runner::swap`]
+//! checks the new network against the served one *before* anything changes —
+//! the same input names and unit shapes, the same output names and unit
+//! shapes, parameters on the runner's device — and then replaces the `Arc` in
+//! one store. A call that started before the swap finishes on the old network
+//! (its `Arc` keeps it alive); every later call uses the new one. A swap that
+//! does not fit is refused with an error naming the mismatch, and the old
+//! network keeps serving.
+//!
+//! The static graph makes this cheap and safe: a [`Network`] holds no
+//! per-invocation state, so one instance serves every thread, each call with a
+//! context of its own.
+
+use crate::network::Network;
+use std::sync::{Arc, RwLock};
+use verjus_core::{BackendRef, Error, Result, Tensor};
+
+/// The network being served and its generation (0 for the first, +1 per swap).
+#[derive(Debug)]
+pub struct Served {
+    pub network: Network,
+    pub generation: u64,
+}
+
+/// Serves inference from a network that can be swapped at run time. See the
+/// module docs.
+pub struct Runner {
+    be: BackendRef,
+    current: RwLock<Arc<Served>>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("device", &self.be.device())
+            .field("generation", &self.generation())
+            .finish()
+    }
+}
+
+impl Runner {
+    /// A runner serving `network`, whose parameters must live on `be`'s device.
+    pub fn new(network: Network, be: BackendRef) -> Result<Runner> {
+        check_device(&network, &be)?;
+        Ok(Runner {
+            be,
+            current: RwLock::new(Arc::new(Served {
+                network,
+                generation: 0,
+            })),
+        })
+    }
+
+    /// The backend inference runs on.
+    pub fn backend(&self) -> &BackendRef {
+        &self.be
+    }
+
+    /// The network served now (it stays valid after a swap for as long as it
+    /// is held).
+    pub fn current(&self) -> Arc<Served> {
+        // A poisoned lock only means a thread panicked while holding it; the
+        // Arc inside is always whole, so serving goes on.
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The generation of the network served now.
+    pub fn generation(&self) -> u64 {
+        self.current().generation
+    }
+
+    /// Inference (no dropout) on one batch with the network served now; returns
+    /// its outputs and the generation that computed them.
+    pub fn infer(&self, inputs: &[&Tensor]) -> Result<(Vec<Tensor>, u64)> {
+        let served = self.current();
+        let outputs = served.network.transform(&*self.be, inputs)?;
+        Ok((outputs, served.generation))
+    }
+
+    /// Replaces the served network with `network` if it fits (see the module
+    /// docs); returns the new generation. On an error nothing changes.
+    pub fn swap(&self, network: Network) -> Result<u64> {
+        check_device(&network, &self.be)?;
+        let mut slot = self.current.write().unwrap_or_else(|e| e.into_inner());
+        check_compatible(&slot.network, &network)?;
+        let generation = slot.generation + 1;
+        *slot = Arc::new(Served {
+            network,
+            generation,
+        });
+        Ok(generation)
+    }
+}
+
+/// The parameters of `network` must live on `be`'s device.
+fn check_device(network: &Network, be: &BackendRef) -> Result<()> {
+    match network
+        .parameters()
+        .iter()
+        .find(|p| p.value.device() != be.device())
+    {
+        Some(p) => Err(Error::WrongDevice {
+            op: "Runner".into(),
+            what: format!("parameter {:?}", p.name),
+            expected: be.device(),
+            actual: p.value.device(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A replacement must take the same inputs and give the same outputs (names
+/// and unit shapes) as the network it replaces.
+pub fn check_compatible(serving: &Network, candidate: &Network) -> Result<()> {
+    let old_inputs: Vec<(String, Vec<usize>)> = serving
+        .inputs()
+        .iter()
+        .map(|i| (i.name.clone(), i.shape.clone()))
+        .collect();
+    let new_inputs: Vec<(String, Vec<usize>)> = candidate
+        .inputs()
+        .iter()
+        .map(|i| (i.name.clone(), i.shape.clone()))
+        .collect();
+    compare("input", &old_inputs, &new_inputs)?;
+    compare(
+        "output",
+        &serving.output_shapes(),
+        &candidate.output_shapes(),
+    )
+}
+
+fn compare(what: &str, old: &[(String, Vec<usize>)], new: &[(String, Vec<usize>)]) -> Result<()> {
+    let refuse = |msg: String| Err(Error::invalid("Runner::swap", format!("refused: {msg}")));
+    if old.len() != new.len() {
+        return refuse(format!(
+            "the serving network has {} {what}(s) {:?}, the new one {} {:?}",
+            old.len(),
+            names(old),
+            new.len(),
+            names(new)
+        ));
+    }
+    for ((old_name, old_shape), (new_name, new_shape)) in old.iter().zip(new) {
+        if old_name != new_name {
+            return refuse(format!(
+                "{what} {old_name:?} of the serving network is called {new_name:?} in the new one"
+            ));
+        }
+        if old_shape != new_shape {
+            return refuse(format!(
+                "{what} {old_name:?} has unit shape {old_shape:?} in the serving network \
+                 but {new_shape:?} in the new one"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn names(items: &[(String, Vec<usize>)]) -> Vec<&str> {
+    items.iter().map(|(n, _)| n.as_str()).collect()
+}

@@ -1,0 +1,166 @@
+//! The hot-swap Runner: compatible swaps switch atomically under load, and
+//! incompatible ones are refused while the old network keeps serving.
+
+use crate::common::{build, host, rand_tensor};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use verjus_core::{BackendRef, Tensor};
+use verjus_native::NativeBackend;
+use verjus_nn::{Network, Runner};
+
+const MLP: &str = r#"{
+    "inputs": [{"name": "x", "shape": [12]}],
+    "layers": [
+        {"name": "fc1", "type": "Linear", "out_features": 16},
+        {"name": "act", "type": "Tanh"},
+        {"name": "fc2", "type": "Linear", "out_features": 4}
+    ]
+}"#;
+
+/// The same interface as MLP (input x [12], output "fc2" [4]), another body.
+const WIDE: &str = r#"{
+    "inputs": [{"name": "x", "shape": [12]}],
+    "layers": [
+        {"name": "fc1", "type": "Linear", "out_features": 40},
+        {"name": "act", "type": "ReLU"},
+        {"name": "fc2", "type": "Linear", "out_features": 4}
+    ]
+}"#;
+
+fn backend() -> BackendRef {
+    Arc::new(NativeBackend::new())
+}
+
+fn outputs_of(net: &Network, x: &Tensor) -> Vec<f32> {
+    let be = NativeBackend::new();
+    host(&be, &net.transform(&be, &[x]).unwrap()[0])
+}
+
+#[test]
+fn swap_changes_the_outputs_and_counts_generations() {
+    let be = NativeBackend::new();
+    let x = rand_tensor(&be, &[3, 12], 1);
+    let runner = Runner::new(build(MLP, 1), backend()).unwrap();
+    let (before, generation) = runner.infer(&[&x]).unwrap();
+    assert_eq!(generation, 0);
+    assert_eq!(host(&be, &before[0]), outputs_of(&build(MLP, 1), &x));
+    assert_eq!(runner.swap(build(WIDE, 2)).unwrap(), 1);
+    let (after, generation) = runner.infer(&[&x]).unwrap();
+    assert_eq!(generation, 1);
+    assert_eq!(host(&be, &after[0]), outputs_of(&build(WIDE, 2), &x));
+}
+
+#[test]
+fn incompatible_swaps_are_refused_and_the_old_network_keeps_serving() {
+    let be = NativeBackend::new();
+    let x = rand_tensor(&be, &[2, 12], 3);
+    let runner = Runner::new(build(MLP, 1), backend()).unwrap();
+    let want = outputs_of(&build(MLP, 1), &x);
+    let cases = [
+        (MLP.replace("\"shape\": [12]", "\"shape\": [13]"), "[12]"),
+        (
+            MLP.replace("\"name\": \"x\"", "\"name\": \"image\""),
+            "\"image\"",
+        ),
+        (
+            MLP.replace("\"out_features\": 4", "\"out_features\": 5"),
+            "[5]",
+        ),
+        (MLP.replace("\"fc2\"", "\"head\""), "\"head\""),
+    ];
+    for (json, named) in cases {
+        let err = runner.swap(build(&json, 1)).unwrap_err().to_string();
+        assert!(err.contains("refused") && err.contains(named), "{err}");
+        let (out, generation) = runner.infer(&[&x]).unwrap();
+        assert_eq!(generation, 0);
+        assert_eq!(host(&be, &out[0]), want);
+    }
+}
+
+#[test]
+fn a_bad_request_is_an_error_for_that_call_only() {
+    let be = NativeBackend::new();
+    let runner = Runner::new(build(MLP, 1), backend()).unwrap();
+    let wrong = rand_tensor(&be, &[2, 11], 1);
+    let err = runner.infer(&[&wrong]).unwrap_err().to_string();
+    assert!(err.contains("[2, 12]") && err.contains("[2, 11]"), "{err}");
+    let right = rand_tensor(&be, &[2, 12], 1);
+    assert!(runner.infer(&[&right]).is_ok());
+}
+
+/// 4 threads x 2,000 inferences while 50 swaps happen: no errors, and every
+/// output is exactly the output of one of the networks that was served.
+#[test]
+fn stress_four_threads_while_fifty_swaps_happen() {
+    const THREADS: usize = 4;
+    const CALLS: usize = 2_000;
+    const SWAPS: usize = 50;
+    let be = NativeBackend::new();
+    let x = Arc::new(rand_tensor(&be, &[4, 12], 9));
+    // Candidates cycle through three definitions/seeds; their outputs differ.
+    let candidate = |i: usize| match i % 3 {
+        0 => build(MLP, 1),
+        1 => build(WIDE, 2),
+        _ => build(MLP, 3),
+    };
+    let expected: Vec<Vec<f32>> = (0..3).map(|i| outputs_of(&candidate(i), &x)).collect();
+    assert!(expected[0] != expected[1] && expected[1] != expected[2]);
+
+    let runner = Arc::new(Runner::new(candidate(0), backend()).unwrap());
+    // Calls made so far: the swapper spreads its swaps over the workers' run.
+    let done = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (runner, x, expected) = (Arc::clone(&runner), Arc::clone(&x), expected.clone());
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let be = NativeBackend::new();
+                let mut seen = [0usize; 3];
+                for _ in 0..CALLS {
+                    let (out, generation) = runner.infer(&[&*x]).expect("inference failed");
+                    let got = host(&be, &out[0]);
+                    let k = (generation % 3) as usize;
+                    assert_eq!(
+                        got, expected[k],
+                        "generation {generation} gave another output"
+                    );
+                    seen[k] += 1;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                seen
+            })
+        })
+        .collect();
+    let swapper = {
+        let (runner, done) = (Arc::clone(&runner), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut during = 0;
+            for i in 1..=SWAPS {
+                while done.load(Ordering::Relaxed) < i * THREADS * CALLS / (SWAPS + 1) {
+                    std::thread::yield_now();
+                }
+                during += usize::from(done.load(Ordering::Relaxed) < THREADS * CALLS);
+                assert_eq!(runner.swap(candidate(i)).unwrap(), i as u64);
+            }
+            during
+        })
+    };
+    let mut total = [0usize; 3];
+    for w in workers {
+        let seen = w.join().expect("a worker panicked");
+        for (t, s) in total.iter_mut().zip(seen) {
+            *t += s;
+        }
+    }
+    let swaps_during_calls = swapper.join().expect("the swapper panicked");
+    assert_eq!(total.iter().sum::<usize>(), THREADS * CALLS);
+    assert!(
+        swaps_during_calls >= SWAPS / 2,
+        "only {swaps_during_calls} swaps overlapped calls"
+    );
+    assert!(
+        total.iter().all(|&n| n > 0),
+        "not every network served: {total:?}"
+    );
+    assert_eq!(runner.generation(), SWAPS as u64);
+}

@@ -1,0 +1,36 @@
+//! Datasets from disk: Fashion-MNIST from its IDX files.
+//!
+//! Decoding the 47 MB of images runs in Rust with the GIL released, and the
+//! decoded buffers become the numpy arrays without another copy.
+
+use crate::convert::to_numpy;
+use crate::error::to_py_err;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use verjus::nn::data::{load_fashion_mnist, Split};
+
+/// One split (`"train"` or `"test"`) of Fashion-MNIST: images `[N, 1, 28, 28]`
+/// float32 in `[0, 1]` and labels `[N]` int64.
+#[pyfunction]
+#[pyo3(signature = (split, data_dir = None))]
+pub(crate) fn fashion_mnist<'py>(
+    py: Python<'py>,
+    split: &str,
+    data_dir: Option<PathBuf>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let split = match split {
+        "train" => Split::Train,
+        "test" => Split::Test,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "fashion_mnist: split must be \"train\" or \"test\", got {other:?}"
+            )))
+        }
+    };
+    let data = py
+        .detach(|| load_fashion_mnist(split, data_dir.as_deref()))
+        .map_err(to_py_err)?;
+    let (images, labels) = data.into_parts();
+    Ok((to_numpy(py, images)?, to_numpy(py, labels)?))
+}

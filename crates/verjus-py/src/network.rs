@@ -1,0 +1,251 @@
+//! `verjus._verjus.Network`: a built network, inference and its parameters.
+//!
+//! The Python class is a handle on the [`Shared`] model, so a `Trainer` made
+//! from it trains this very network. Every call converts its arguments with the
+//! GIL held, then releases the GIL, takes the lock and computes.
+
+use crate::convert::{self, Borrowed};
+use crate::error::to_py_err;
+use crate::shared::{self, Shared};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::path::PathBuf;
+use verjus::nn::{weights, NetworkDef};
+use verjus::{Device, Tensor};
+
+/// A built network (static graph) and its parameters. See `_verjus.pyi`.
+#[pyclass(frozen, module = "verjus._verjus")]
+pub(crate) struct Network {
+    pub(crate) model: Shared,
+}
+
+/// One leaf layer's descriptor, copied out of the lock.
+struct DescriptorData {
+    path: String,
+    kind: &'static str,
+    inputs: Vec<String>,
+    input_shapes: Vec<Vec<usize>>,
+    output_shape: Vec<usize>,
+    params: Vec<(String, Vec<usize>)>,
+    shares: Option<String>,
+    live: bool,
+}
+
+impl Network {
+    /// Runs `f` on the network with the GIL released and the read lock held.
+    fn with_net<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&verjus::nn::Network, &verjus::BackendRef) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let model = shared::read(&self.model)?;
+            let (net, be) = model.network()?;
+            f(net, be)
+        })
+    }
+
+    /// Replaces parameters by name (see `load_state_dict`), GIL released.
+    fn load(&self, py: Python<'_>, named: Vec<(String, Tensor)>, strict: bool) -> PyResult<()> {
+        py.detach(|| {
+            let mut model = shared::write(&self.model)?;
+            let (net, be) = model.network_mut()?;
+            net.load_parameters(&*be, named, strict).map_err(to_py_err)
+        })
+    }
+}
+
+#[pymethods]
+impl Network {
+    /// Parses and builds a `NetworkDef` (JSON text); parameters are drawn from `seed`.
+    #[staticmethod]
+    #[pyo3(signature = (text, seed = 0))]
+    fn from_json(py: Python<'_>, text: &str, seed: u64) -> PyResult<Network> {
+        let net = py.detach(|| {
+            let def = NetworkDef::from_json(text)?;
+            let be = verjus::backend(Device::Cpu)?;
+            verjus::nn::Network::build(def, &*be, seed)
+        });
+        Ok(Network {
+            model: shared::new_shared(net.map_err(to_py_err)?)?,
+        })
+    }
+
+    /// The definition as JSON (what `from_json` reads).
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.with_net(py, |net, _| Ok(net.def().to_json()))
+    }
+
+    /// `(name, unit shape)` of each input, in order.
+    fn inputs(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<usize>)>> {
+        self.with_net(py, |net, _| {
+            Ok(net
+                .inputs()
+                .iter()
+                .map(|i| (i.name.clone(), i.shape.clone()))
+                .collect())
+        })
+    }
+
+    /// `(name, unit shape)` of each output, in order.
+    fn outputs(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<usize>)>> {
+        self.with_net(py, |net, _| Ok(net.output_shapes()))
+    }
+
+    /// One dict per leaf layer in execution order.
+    fn descriptors<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let data = self.with_net(py, |net, _| {
+            Ok(net
+                .descriptors()
+                .iter()
+                .map(|d| DescriptorData {
+                    path: d.path.clone(),
+                    kind: d.kind,
+                    inputs: d.inputs.clone(),
+                    input_shapes: d.input_shapes.clone(),
+                    output_shape: d.output_shape.clone(),
+                    params: d
+                        .params
+                        .iter()
+                        .map(|p| (p.name.clone(), p.shape.clone()))
+                        .collect(),
+                    shares: d.shares.clone(),
+                    live: d.live,
+                })
+                .collect::<Vec<_>>())
+        })?;
+        data.into_iter()
+            .map(|d| {
+                let dict = PyDict::new(py);
+                dict.set_item("path", d.path)?;
+                dict.set_item("kind", d.kind)?;
+                dict.set_item("inputs", d.inputs)?;
+                dict.set_item("input_shapes", d.input_shapes)?;
+                dict.set_item("output_shape", d.output_shape)?;
+                dict.set_item("params", d.params)?;
+                dict.set_item("shares", d.shares)?;
+                dict.set_item("live", d.live)?;
+                Ok(dict)
+            })
+            .collect()
+    }
+
+    /// Number of learnable scalars (shared parameters counted once).
+    fn parameter_count(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_net(py, |net, _| Ok(net.parameter_count()))
+    }
+
+    /// Inference (training off) on one batch; one array per input.
+    fn forward<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if inputs.cast::<numpy::PyUntypedArray>().is_ok() {
+            return Err(PyTypeError::new_err(
+                "forward takes a sequence with one array per network input, got a single array \
+                 (wrap it in a list: forward([x]))",
+            ));
+        }
+        let arrays: Vec<Borrowed<'py, f32>> = inputs
+            .try_iter()
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "forward takes a sequence of arrays, got {}",
+                    inputs.get_type()
+                ))
+            })?
+            .enumerate()
+            .map(|(i, obj)| convert::floats(&format!("input {i}"), &obj?))
+            .collect::<PyResult<_>>()?;
+        let views = arrays
+            .iter()
+            .map(Borrowed::view)
+            .collect::<PyResult<Vec<_>>>()?;
+        let outputs = self.with_net(py, |net, be| {
+            let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
+            let outs = net.transform(&**be, &refs).map_err(to_py_err)?;
+            outs.into_iter()
+                .map(|t| host(be, t))
+                .collect::<PyResult<Vec<_>>>()
+        })?;
+        let list = PyList::empty(py);
+        for t in outputs {
+            list.append(convert::to_numpy(py, t)?)?;
+        }
+        Ok(list)
+    }
+
+    /// `(name, copy of the value)` per parameter, in parameter order.
+    fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let named = self.with_net(py, |net, be| {
+            net.named_parameters_host(&**be).map_err(to_py_err)
+        })?;
+        named
+            .into_iter()
+            .map(|(name, t)| Ok((name, convert::to_numpy(py, t)?)))
+            .collect()
+    }
+
+    /// Replaces parameters by name; everything is checked before anything changes.
+    #[pyo3(signature = (values, strict = true))]
+    fn load_state_dict(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyAny>,
+        strict: bool,
+    ) -> PyResult<()> {
+        let items = values.call_method0("items").map_err(|_| {
+            PyTypeError::new_err(format!(
+                "load_state_dict takes a mapping of parameter names to arrays, got {}",
+                values.get_type()
+            ))
+        })?;
+        let mut named = Vec::new();
+        for item in items.try_iter()? {
+            let (name, value): (String, Bound<'_, PyAny>) = item?.extract().map_err(|_| {
+                PyTypeError::new_err("load_state_dict: keys must be str (parameter names)")
+            })?;
+            let tensor = convert::floats(&format!("parameter {name:?}"), &value)?.to_tensor()?;
+            named.push((name, tensor));
+        }
+        self.load(py, named, strict)
+    }
+
+    /// Writes the parameters as safetensors, atomically.
+    fn save_weights(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.with_net(py, |net, be| {
+            net.save_weights(&**be, &path).map_err(to_py_err)
+        })
+    }
+
+    /// Reads a safetensors file and loads it like `load_state_dict`.
+    #[pyo3(signature = (path, strict = true))]
+    fn load_weights(&self, py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<()> {
+        // Read and check the file before taking the lock.
+        let named = py.detach(|| weights::load_file(&path)).map_err(to_py_err)?;
+        self.load(py, named, strict)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.with_net(py, |net, _| {
+            let outputs: Vec<String> = net.output_shapes().into_iter().map(|(n, _)| n).collect();
+            Ok(format!(
+                "Network(inputs={:?}, outputs={:?}, parameters={})",
+                net.inputs().iter().map(|i| &i.name).collect::<Vec<_>>(),
+                outputs,
+                net.parameter_count()
+            ))
+        })
+    }
+}
+
+/// `t` on the host: itself, or downloaded from `be`'s device.
+fn host(be: &verjus::BackendRef, t: Tensor) -> PyResult<Tensor> {
+    if t.device() == Device::Cpu {
+        Ok(t)
+    } else {
+        verjus::ops::download(&**be, &t).map_err(to_py_err)
+    }
+}

@@ -1,0 +1,205 @@
+//! `verjus._verjus.Trainer`: training and evaluation of a shared network.
+//!
+//! A trainer is made from a Python `Network` and trains that network (see
+//! `shared`). Settings arrive as JSON (a `SolverConfig` and a `Loss`), so the
+//! Python side and checkpoints speak the same data as Rust. Every step runs with
+//! the GIL released; `train_epoch` takes the GIL back between steps to call the
+//! progress callback and to notice Ctrl-C.
+
+use crate::convert;
+use crate::dataset::Dataset;
+use crate::error::{json_err, to_py_err};
+use crate::network::Network;
+use crate::shared::{self, Shared};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use verjus::nn::solver::{Solver, SolverConfig};
+use verjus::nn::{Loss, Metrics, Trainer as NnTrainer};
+use verjus::{BackendRef, Device, Tensor};
+
+/// Trains one network with one solver and one loss on one device.
+#[pyclass(frozen, module = "verjus._verjus")]
+pub(crate) struct Trainer {
+    model: Shared,
+    id: u64,
+    network: Py<Network>,
+}
+
+impl Trainer {
+    /// Runs `f` on this trainer with the GIL released and the write lock held.
+    fn with_trainer<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut NnTrainer) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut model = shared::write(&self.model)?;
+            f(model.trainer_mut(self.id)?)
+        })
+    }
+}
+
+#[pymethods]
+impl Trainer {
+    #[new]
+    #[pyo3(signature = (network, solver_json, loss_json, device = "cpu"))]
+    fn new(
+        py: Python<'_>,
+        network: Bound<'_, Network>,
+        solver_json: &str,
+        loss_json: &str,
+        device: &str,
+    ) -> PyResult<Self> {
+        let config: SolverConfig =
+            serde_json::from_str(solver_json).map_err(|e| json_err("solver_json", e))?;
+        let solver = Solver::from_config(config).map_err(to_py_err)?;
+        let loss: Loss = serde_json::from_str(loss_json).map_err(|e| json_err("loss_json", e))?;
+        let device: Device = device.parse().map_err(to_py_err)?;
+        let be = verjus::backend(device).map_err(to_py_err)?;
+        let model = Shared::clone(&network.get().model);
+        let id = shared::next_trainer_id();
+        py.detach(|| {
+            let mut guard = shared::write(&model)?;
+            let (net, _) = guard.network()?;
+            if let Some(p) = net.parameters().iter().find(|p| p.value.device() != device) {
+                return Err(PyValueError::new_err(format!(
+                    "Trainer: parameter {:?} lives on {}, but the trainer runs on {device}; \
+                     moving a network between devices is not supported yet",
+                    p.name,
+                    p.value.device()
+                )));
+            }
+            guard.hand_to(id, |net| NnTrainer::new(net, solver, loss, be))
+        })?;
+        Ok(Trainer {
+            model,
+            id,
+            network: network.unbind(),
+        })
+    }
+
+    /// The network this trainer trains (the same object it was made with).
+    #[getter]
+    fn network(&self, py: Python<'_>) -> Py<Network> {
+        self.network.clone_ref(py)
+    }
+
+    /// Solver steps taken so far.
+    #[getter]
+    fn step(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_trainer(py, |t| Ok(t.solver().state().step()))
+    }
+
+    /// The learning rate the next step will use (after the schedule).
+    #[getter]
+    fn lr(&self, py: Python<'_>) -> PyResult<f32> {
+        self.with_trainer(py, |t| Ok(t.solver().lr()))
+    }
+
+    /// The solver's configuration (not its state) as JSON.
+    fn solver_json(&self, py: Python<'_>) -> PyResult<String> {
+        let config = self.with_trainer(py, |t| Ok(t.solver().config()))?;
+        serde_json::to_string(&config).map_err(|e| json_err("solver_json", e))
+    }
+
+    /// One step: forward (training mode), loss, backward, update. Returns the
+    /// mean loss and a copy of output 0.
+    fn train_minibatch<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: &Bound<'py, PyAny>,
+    ) -> PyResult<(f32, Bound<'py, PyAny>)> {
+        let x = convert::floats("train_minibatch: x", x)?;
+        let y = convert::targets("train_minibatch: y", y)?;
+        let (x, y) = (x.view()?, y.view()?);
+        let (loss, out) = self.with_trainer(py, |t| {
+            let be = BackendRef::clone(t.backend());
+            let (loss, out) = t.train_minibatch(&x, &y).map_err(to_py_err)?;
+            Ok((loss, copy_out(&be, out)?))
+        })?;
+        Ok((loss, convert::to_numpy(py, out)?))
+    }
+
+    /// Mean loss and accuracy (`None` unless `y` holds class labels), inference mode.
+    #[pyo3(signature = (x, y, batch_size = 1000))]
+    fn evaluate(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+        batch_size: usize,
+    ) -> PyResult<(f32, Option<f32>)> {
+        let x = convert::floats("evaluate: x", x)?;
+        let y = convert::targets("evaluate: y", y)?;
+        let (x, y) = (x.view()?, y.view()?);
+        let m = self.with_trainer(py, |t| t.evaluate(&x, &y, batch_size).map_err(to_py_err))?;
+        Ok(metrics(m))
+    }
+
+    /// `evaluate` over a `Dataset`.
+    #[pyo3(signature = (data, batch_size = 1000))]
+    fn evaluate_dataset(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, Dataset>,
+        batch_size: usize,
+    ) -> PyResult<(f32, Option<f32>)> {
+        let data = &data.get().inner;
+        let m = self.with_trainer(py, |t| {
+            t.evaluate(data.examples(), data.labels(), batch_size)
+                .map_err(to_py_err)
+        })?;
+        Ok(metrics(m))
+    }
+
+    /// One pass over `data` in minibatches; returns the mean training loss.
+    #[pyo3(signature = (data, batch_size, shuffle_seed = None, on_step = None))]
+    fn train_epoch(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, Dataset>,
+        batch_size: usize,
+        shuffle_seed: Option<u64>,
+        on_step: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<f32> {
+        let data = &data.get().inner;
+        if data.is_empty() {
+            return Err(PyValueError::new_err("train_epoch: the dataset is empty"));
+        }
+        let mut batches = data.batches(batch_size, shuffle_seed).map_err(to_py_err)?;
+        let (mut loss_sum, mut seen) = (0.0f64, 0usize);
+        loop {
+            let step = self.with_trainer(py, |t| {
+                let Some(batch) = batches.next() else {
+                    return Ok(None);
+                };
+                let batch = batch.map_err(to_py_err)?;
+                let n = batch.x.dims().first().copied().unwrap_or(0);
+                let (loss, _) = t.train_minibatch(&batch.x, &batch.y).map_err(to_py_err)?;
+                Ok(Some((n, loss)))
+            })?;
+            let Some((n, loss)) = step else { break };
+            loss_sum += f64::from(loss) * n as f64;
+            seen += n;
+            if let Some(callback) = &on_step {
+                callback.call1((n, loss))?;
+            }
+            py.check_signals()?;
+        }
+        Ok((loss_sum / seen.max(1) as f64) as f32)
+    }
+}
+
+/// A host copy of the trainer's output `out` (downloaded from a device).
+fn copy_out(be: &BackendRef, out: &Tensor) -> PyResult<Tensor> {
+    if out.device() == Device::Cpu {
+        out.try_clone_host().map_err(to_py_err)
+    } else {
+        verjus::ops::download(&**be, out).map_err(to_py_err)
+    }
+}
+
+fn metrics(m: Metrics) -> (f32, Option<f32>) {
+    (m.loss, m.accuracy)
+}

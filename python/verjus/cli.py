@@ -1,0 +1,228 @@
+"""The ``verjus`` command.
+
+    verjus train NET.json --data fashion-mnist --epochs 3 --optimizer adam --lr 1e-3 \\
+        --batch-size 128 --device cpu --out runs/cnn
+    verjus info NET.json
+    verjus predict NET.json WEIGHTS --data fashion-mnist --split test
+
+``train`` prints the training loss and the test loss and accuracy after each
+epoch and keeps a run folder up to date (rewritten atomically after every
+epoch, so an interrupted run leaves usable files): ``network.json`` and
+``weights.safetensors`` (a folder ``verjus.Network.load`` reads),
+``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``.
+``predict`` prints the accuracy and the confusion matrix of saved weights.
+
+``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
+the folder in ``$VERJUS_FASHION_MNIST``) or a folder holding the four IDX
+``.gz`` files. Errors are printed as one line naming what was wrong, and the
+command exits with status 1 (2 for bad arguments, 130 when interrupted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from verjus import __version__, optim
+from verjus._files import write_text_atomic
+from verjus.data import FASHION_MNIST_CLASSES, fashion_mnist
+from verjus.network import WEIGHTS_FILE, Network
+from verjus.plot import plot_curves
+from verjus.trainer import Callback, Trainer
+
+__all__ = ["main"]
+
+METRICS_FILE = "metrics.jsonl"
+CURVES_FILE = "curves.png"
+DATA_HELP = "fashion-mnist (the installed data set) or a folder of its IDX .gz files"
+
+
+def _data_dir(data: str) -> str | None:
+    """``None`` (the default location) for ``fashion-mnist``, else the folder given."""
+    return None if data == "fashion-mnist" else data
+
+
+def _optimizer(args: argparse.Namespace) -> optim.Optimizer:
+    if args.optimizer == "sgd":
+        return optim.SGD(
+            lr=args.lr,
+            momentum=args.momentum,
+            nesterov=args.nesterov,
+            weight_decay=args.weight_decay,
+        )
+    if args.optimizer == "adamw":
+        return optim.AdamW(lr=args.lr, weight_decay=args.weight_decay)
+    return optim.Adam(lr=args.lr, weight_decay=args.weight_decay)
+
+
+class _RunFolder(Callback):
+    """Prints each epoch and rewrites the run folder's files after it."""
+
+    def __init__(self, out: Path, title: str, total_epochs: int):
+        self.out = out
+        self.title = title
+        self.total_epochs = total_epochs
+        self.epochs: list[dict[str, float]] = []
+
+    def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        row = {
+            "epoch": int(metrics["epoch"]),
+            "train_loss": metrics["train_loss"],
+            "test_loss": metrics["val_loss"],
+            "test_accuracy": metrics["val_accuracy"],
+            "seconds": metrics["seconds"],
+            "examples_per_second": metrics["examples_per_second"],
+            "lr": trainer.lr,
+        }
+        self.epochs.append(row)
+        print(
+            f"epoch {row['epoch']}/{self.total_epochs}: train loss {row['train_loss']:.4f}, "
+            f"test loss {row['test_loss']:.4f}, test accuracy {row['test_accuracy']:.4f} "
+            f"({row['seconds']:.1f} s, {row['examples_per_second']:,.0f} examples/s)",
+            flush=True,
+        )
+        trainer.network.save(self.out)
+        lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
+        write_text_atomic(self.out / METRICS_FILE, lines)
+        plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title)
+
+
+def _train(args: argparse.Namespace) -> int:
+    net = Network.from_def(args.network, seed=args.seed)
+    data_dir = _data_dir(args.data)
+    x, y = fashion_mnist("train", data_dir)
+    test = fashion_mnist("test", data_dir)
+    optimizer = _optimizer(args)
+    trainer = Trainer(net, optimizer, "cross_entropy", device=args.device)
+    name = Path(args.network).name
+    print(
+        f"{name}: {len(x)} training and {len(test[0])} test images, "
+        f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, {args.epochs} epochs, "
+        f"device {args.device}",
+        flush=True,
+    )
+    out = Path(args.out)
+    title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
+    run = _RunFolder(out, title, args.epochs)
+    trainer.fit(
+        x,
+        y,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        validation_data=test,
+        seed=args.seed,
+        progress=not args.no_progress,
+        callbacks=[run],
+    )
+    if not run.epochs:
+        net.save(out)
+        print(f"no epochs run; the initial network is in {out}")
+        return 0
+    print(f"final test accuracy: {run.epochs[-1]['test_accuracy']:.4f}")
+    print(f"run folder: {out} ({', '.join(sorted(p.name for p in out.iterdir()))})")
+    print(f"plot: {out / CURVES_FILE}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    Network.from_def(args.network).summary()
+    return 0
+
+
+def _confusion(labels: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64], classes: int):
+    """``matrix[true, predicted]`` counts."""
+    flat = labels.astype(np.int64) * classes + predicted.astype(np.int64)
+    return np.bincount(flat, minlength=classes * classes).reshape(classes, classes)
+
+
+def _format_confusion(matrix: npt.NDArray[np.int64], names: Sequence[str]) -> str:
+    width = max(6, len(str(int(matrix.max()))) + 1)
+    short = [n[:width] for n in names]
+    label_width = max(len(n) for n in names)
+    head = " " * (label_width + 2) + "".join(s.rjust(width + 1) for s in short)
+    rows = [
+        f"{names[i].ljust(label_width)}  " + "".join(str(v).rjust(width + 1) for v in matrix[i])
+        for i in range(len(names))
+    ]
+    return "\n".join(["rows: true class, columns: predicted class", head, *rows])
+
+
+def _predict(args: argparse.Namespace) -> int:
+    net = Network.from_def(args.network)
+    weights = Path(args.weights)
+    net.load_weights(weights / WEIGHTS_FILE if weights.is_dir() else weights)
+    x, y = fashion_mnist(args.split, _data_dir(args.data))
+    classes = net.outputs[0][1]
+    if len(classes) != 1 or classes[0] != len(FASHION_MNIST_CLASSES):
+        raise ValueError(
+            f"predict: the network's output {net.outputs[0][0]!r} has unit shape {list(classes)}, "
+            f"expected [{len(FASHION_MNIST_CLASSES)}] class scores"
+        )
+    predicted = np.concatenate(
+        [
+            np.argmax(net.forward(x[i : i + args.batch_size]), axis=1)
+            for i in range(0, len(x), args.batch_size)
+        ]
+    )
+    accuracy = float(np.mean(predicted == y))
+    print(f"{args.split}: {len(y)} images, accuracy {accuracy:.4f}")
+    matrix = _confusion(y, predicted, len(FASHION_MNIST_CLASSES))
+    print(_format_confusion(matrix, FASHION_MNIST_CLASSES))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verjus", description="verjus deep learning framework")
+    parser.add_argument("--version", action="version", version=f"verjus {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train a network on Fashion-MNIST")
+    train.add_argument("network", help="network definition (JSON file)")
+    train.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
+    train.add_argument("--epochs", type=int, default=3)
+    train.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
+    train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
+    train.add_argument("--nesterov", action="store_true", help="SGD with Nesterov momentum")
+    train.add_argument("--weight-decay", type=float, default=0.0)
+    train.add_argument("--batch-size", type=int, default=128)
+    train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    train.add_argument("--seed", type=int, default=0, help="initialisation and shuffling")
+    train.add_argument("--out", default="runs/latest", help="run folder (created)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.set_defaults(run=_train)
+
+    info = commands.add_parser("info", help="print a network's layers, shapes and parameters")
+    info.add_argument("network", help="network definition (JSON file)")
+    info.set_defaults(run=_info)
+
+    predict = commands.add_parser("predict", help="accuracy and confusion matrix of saved weights")
+    predict.add_argument("network", help="network definition (JSON file)")
+    predict.add_argument("weights", help="weights.safetensors or a run folder")
+    predict.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
+    predict.add_argument("--split", choices=("train", "test"), default="test")
+    predict.add_argument("--batch-size", type=int, default=1000)
+    predict.set_defaults(run=_predict)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    args = _parser().parse_args(argv)
+    if getattr(args, "epochs", 0) < 0 or getattr(args, "batch_size", 1) <= 0:
+        print("verjus: error: --epochs must be >= 0 and --batch-size > 0", file=sys.stderr)
+        return 2
+    try:
+        return args.run(args)
+    except (ValueError, TypeError, OSError, RuntimeError, NotImplementedError) as e:
+        print(f"verjus: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("verjus: interrupted", file=sys.stderr)
+        return 130

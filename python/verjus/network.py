@@ -1,0 +1,214 @@
+"""``verjus.Network``: a built network, its parameters and inference.
+
+A thin handle over the Rust ``Network`` (``verjus._verjus.Network``): the
+definition is checked and every shape inferred once, when the network is
+built; ``forward`` runs in Rust with the GIL released. A network saved with
+``save(folder)`` is a folder holding ``network.json`` (the definition) and
+``weights.safetensors`` (the parameters, named by layer path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from verjus import _verjus
+from verjus._files import write_text_atomic
+from verjus.nn import Graph, Sequential
+
+__all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
+
+DEFINITION_FILE = "network.json"
+WEIGHTS_FILE = "weights.safetensors"
+
+Definition = Mapping[str, Any] | str | os.PathLike[str] | Sequential | Graph
+
+
+def _definition_json(definition: Definition) -> str:
+    """JSON text of a definition given as a dict, builder, JSON file path or JSON text."""
+    if isinstance(definition, Sequential | Graph):
+        return json.dumps(definition.to_def())
+    if isinstance(definition, Mapping):
+        return json.dumps(definition)
+    if isinstance(definition, os.PathLike) or (
+        isinstance(definition, str) and not definition.lstrip().startswith("{")
+    ):
+        path = Path(definition)
+        if path.is_dir():
+            path = path / DEFINITION_FILE
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise OSError(f"{path}: cannot read the network definition: {e.strerror}") from e
+    if isinstance(definition, str):
+        return definition
+    raise TypeError(
+        "a network definition is a dict, a JSON path, JSON text, nn.Sequential or nn.Graph; "
+        f"got {type(definition).__name__}"
+    )
+
+
+class Network:
+    """A network built from a definition, with its parameters (on the CPU).
+
+    Build one with ``Network.from_def(...)``; run it with ``net(x)`` /
+    ``net.forward(x)``; train it with ``verjus.Trainer``, which trains this very
+    network (``forward`` and ``state_dict`` then see the trained weights).
+    """
+
+    def __init__(self, native: _verjus.Network) -> None:
+        self._native = native
+
+    @classmethod
+    def from_def(cls, definition: Definition, *, seed: int = 0) -> Network:
+        """Builds a definition: a ``NetworkDef`` dict, a path to its JSON file (or a
+        folder holding ``network.json``), JSON text, or an ``nn.Sequential`` /
+        ``nn.Graph``. Parameters are drawn from ``seed``. A definition mistake is a
+        ``ValueError`` naming the layer and the shapes."""
+        return cls(_verjus.Network.from_json(_definition_json(definition), seed))
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> Network:
+        """The network saved in ``folder`` by ``save``: definition and weights."""
+        folder = Path(folder)
+        net = cls.from_def(folder / DEFINITION_FILE)
+        net.load_weights(folder / WEIGHTS_FILE)
+        return net
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Writes ``network.json`` and ``weights.safetensors`` into ``folder``
+        (created if needed), each atomically. Returns the folder."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(folder / DEFINITION_FILE, self.to_json() + "\n")
+        self.save_weights(folder / WEIGHTS_FILE)
+        return folder
+
+    # -- the definition --------------------------------------------------------
+
+    def to_def(self) -> dict[str, Any]:
+        """The definition as a dict (``from_def`` builds it again)."""
+        return json.loads(self._native.to_json())
+
+    def to_json(self) -> str:
+        """The definition as JSON text."""
+        return self._native.to_json()
+
+    @property
+    def inputs(self) -> list[tuple[str, tuple[int, ...]]]:
+        """``(name, unit shape)`` per input."""
+        return [(name, tuple(shape)) for name, shape in self._native.inputs()]
+
+    @property
+    def outputs(self) -> list[tuple[str, tuple[int, ...]]]:
+        """``(name, unit shape)`` per output."""
+        return [(name, tuple(shape)) for name, shape in self._native.outputs()]
+
+    def parameter_count(self) -> int:
+        """Number of learnable scalars (shared parameters counted once)."""
+        return self._native.parameter_count()
+
+    def layers(self) -> list[dict[str, Any]]:
+        """One dict per leaf layer, in execution order: ``path``, ``kind``,
+        ``inputs``, ``input_shapes``, ``output_shape``, ``params`` (``(name, shape)``
+        pairs), ``shares`` and ``live``."""
+        return self._native.descriptors()
+
+    def summary(self, *, print_fn: Any = print) -> str:
+        """A table of the layers, their output shapes and parameter counts; printed
+        with ``print_fn`` (``None`` to only return it)."""
+        rows = [("layer", "type", "output shape", "params")]
+        for d in self.layers():
+            count = 0 if d["shares"] else sum(int(np.prod(shape)) for _, shape in d["params"])
+            params = f"shared with {d['shares']}" if d["shares"] else f"{count:,}"
+            shape = "(batch, " + ", ".join(str(s) for s in d["output_shape"]) + ")"
+            rows.append((str(d["path"]), str(d["kind"]), shape, params))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        rule = "-" * (sum(widths) + 6)
+
+        def line(row: tuple[str, ...]) -> str:
+            cells = [row[i].ljust(widths[i]) for i in range(3)] + [row[3].rjust(widths[3])]
+            return "  ".join(cells)
+
+        inputs = ", ".join(f"{n} {tuple(s)}" for n, s in self.inputs)
+        text = "\n".join(
+            [f"inputs: {inputs}", rule, line(rows[0]), rule]
+            + [line(r) for r in rows[1:]]
+            + [rule, f"parameters: {self.parameter_count():,}"]
+        )
+        if print_fn is not None:
+            print_fn(text)
+        return text
+
+    # -- inference ---------------------------------------------------------------
+
+    def forward(self, *inputs: npt.ArrayLike, **named: npt.ArrayLike) -> Any:
+        """Inference (no dropout) on one batch: one array ``[batch, *unit_shape]``
+        per input, positionally or by input name. Returns one float32 array, or a
+        tuple of them when the network has several outputs.
+
+        A C-contiguous float32 array is read without a copy; other float arrays
+        are converted."""
+        arrays = self._order_inputs(inputs, named)
+        outputs = self._native.forward(arrays)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    __call__ = forward
+
+    def _order_inputs(
+        self, inputs: tuple[npt.ArrayLike, ...], named: Mapping[str, npt.ArrayLike]
+    ) -> list[npt.ArrayLike]:
+        names = [name for name, _ in self.inputs]
+        if inputs and named:
+            raise TypeError("forward takes inputs either by position or by name, not both")
+        if named:
+            unknown = sorted(set(named) - set(names))
+            missing = [n for n in names if n not in named]
+            if unknown or missing:
+                raise ValueError(
+                    f"forward: the network's inputs are {names}; "
+                    f"unknown {unknown}, missing {missing}"
+                )
+            return [named[n] for n in names]
+        if len(inputs) != len(names):
+            raise ValueError(
+                f"forward: the network has {len(names)} input(s) {names}, "
+                f"got {len(inputs)} array(s)"
+            )
+        return list(inputs)
+
+    # -- parameters --------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, npt.NDArray[np.float32]]:
+        """Every parameter by name (``fc1.weight``...), as copies, in parameter order."""
+        return dict(self._native.state_dict())
+
+    def parameters(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The same as ``state_dict()``: named copies of the parameters."""
+        return self.state_dict()
+
+    def load_state_dict(self, values: Mapping[str, npt.ArrayLike], *, strict: bool = True) -> None:
+        """Replaces parameters by name. Names and shapes are all checked first, so
+        on a ``ValueError`` nothing has changed; with ``strict`` every parameter
+        must be given."""
+        self._native.load_state_dict(dict(values), strict)
+
+    def save_weights(self, path: str | os.PathLike[str]) -> None:
+        """Writes the parameters as a safetensors file, atomically."""
+        self._native.save_weights(os.fspath(path))
+
+    def load_weights(self, path: str | os.PathLike[str], *, strict: bool = True) -> None:
+        """Loads a safetensors file written by ``save_weights`` (or by PyTorch with the
+        same names); nothing changes unless the whole file fits."""
+        self._native.load_weights(os.fspath(path), strict)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{n}{s}" for n, s in self.inputs)
+        outs = ", ".join(f"{n}{s}" for n, s in self.outputs)
+        return f"Network(inputs=[{ins}], outputs=[{outs}], parameters={self.parameter_count():,})"

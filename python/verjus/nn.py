@@ -1,0 +1,505 @@
+"""Building network definitions in Python.
+
+A network in verjus is data: a ``NetworkDef`` (JSON) that the Rust core builds,
+checks and runs. This module writes those definitions from Python in two forms:
+
+- ``Sequential`` chains layers, PyTorch-style. The input's unit shape (one
+  example, no batch axis) is given once and every other shape is inferred by
+  the core::
+
+      net = verjus.Network.from_def(
+          nn.Sequential(nn.Conv2d(32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(10), input_shape=(1, 28, 28))
+      )
+
+  Unnamed layers are named by position (``"0"``, ``"1"``, ...), as in
+  ``torch.nn.Sequential``, so parameter names (``"0.weight"``) line up with a
+  PyTorch model of the same layout.
+
+- The functional graph form writes any DAG: call layers on ``Input`` nodes and
+  on each other's outputs, then collect them in a ``Graph``::
+
+      x = nn.Input("x", (16,))
+      h = nn.Linear(16, name="fc")(x)
+      y = nn.Add(name="residual")(nn.ReLU(name="act")(h), x)
+      definition = nn.Graph(inputs=[x], outputs=[y])
+
+Both produce the same ``NetworkDef`` dict as ``examples/nets/*.json``
+(``to_def()``); nothing here checks shapes, which the core does once, with
+errors that name the layer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "GELU",
+    "Add",
+    "AvgPool2d",
+    "Concat",
+    "Conv2d",
+    "Dropout",
+    "Flatten",
+    "Graph",
+    "Input",
+    "Layer",
+    "Linear",
+    "LogSoftmax",
+    "MaxPool2d",
+    "Node",
+    "ReLU",
+    "Reshape",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+]
+
+FORMAT_VERSION = 1
+
+# Layer types with parameters (the ones a repeated call shares).
+_PARAMETRIC = frozenset({"Linear", "Conv2d"})
+
+
+def _pair(value: int | Sequence[int], what: str) -> int | list[int]:
+    """A size for both spatial axes (``3``) or per axis (``(3, 5)``), as the JSON wants it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an int or a pair of ints, got {value!r}")
+    if isinstance(value, int):
+        return value
+    items = list(value)
+    if len(items) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise TypeError(f"{what} must be an int or a pair of ints, got {value!r}")
+    return items[0] if items[0] == items[1] else items
+
+
+class Layer:
+    """A layer's definition: its ``"type"``, its settings, an optional name and
+    an optional ``share`` (the path of a layer whose parameters it uses)."""
+
+    kind: str = ""
+
+    def __init__(self, *, name: str | None = None, share: str | None = None) -> None:
+        if name is not None and (not isinstance(name, str) or not name or "." in name):
+            raise ValueError(f"a layer name must be a non-empty string without '.', got {name!r}")
+        self.name = name
+        self.share = share
+
+    def settings(self) -> dict[str, Any]:
+        """The fields of this layer type, with defaults left out (as the core writes them)."""
+        return {}
+
+    def to_def(self, name: str, inputs: list[str] | None = None) -> dict[str, Any]:
+        """This layer as a ``LayerDef`` dict named ``name`` reading ``inputs``."""
+        entry: dict[str, Any] = {"name": name}
+        if inputs is not None:
+            entry["inputs"] = inputs
+        if self.share is not None:
+            entry["share"] = self.share
+        entry["type"] = self.kind
+        entry.update(self.settings())
+        return entry
+
+    def __call__(self, *inputs: Node) -> Node:
+        """The functional form: this layer applied to ``inputs`` (for ``Graph``)."""
+        if not inputs:
+            raise ValueError(f"{self.kind} needs at least one input node")
+        for node in inputs:
+            if not isinstance(node, Node):
+                raise TypeError(f"{self.kind} takes graph nodes, got {type(node).__name__}")
+        return Node(self, list(inputs))
+
+    def __repr__(self) -> str:
+        args = [f"{k}={v!r}" for k, v in self.settings().items()]
+        if self.name is not None:
+            args.append(f"name={self.name!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
+class Linear(Layer):
+    """``y = x W^T + b`` over the last axis; the input size is inferred
+    (``in_features``, when given, is checked)."""
+
+    kind = "Linear"
+
+    def __init__(
+        self,
+        out_features: int,
+        *,
+        bias: bool = True,
+        in_features: int | None = None,
+        name: str | None = None,
+        share: str | None = None,
+    ) -> None:
+        super().__init__(name=name, share=share)
+        self.out_features = out_features
+        self.bias = bias
+        self.in_features = in_features
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.in_features is not None:
+            out["in_features"] = self.in_features
+        out["out_features"] = self.out_features
+        if not self.bias:
+            out["bias"] = False
+        return out
+
+
+class Conv2d(Layer):
+    """2-D convolution over ``[C, H, W]`` units: ``Conv2d(out_channels, kernel_size, ...)``;
+    the input channels are inferred."""
+
+    kind = "Conv2d"
+
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: int | Sequence[int],
+        *,
+        stride: int | Sequence[int] = 1,
+        padding: int | Sequence[int] = 0,
+        dilation: int | Sequence[int] = 1,
+        bias: bool = True,
+        name: str | None = None,
+        share: str | None = None,
+    ) -> None:
+        super().__init__(name=name, share=share)
+        self.out_channels = out_channels
+        self.kernel = _pair(kernel_size, "kernel_size")
+        self.stride = _pair(stride, "stride")
+        self.padding = _pair(padding, "padding")
+        self.dilation = _pair(dilation, "dilation")
+        self.bias = bias
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"out_channels": self.out_channels, "kernel": self.kernel}
+        if self.stride != 1:
+            out["stride"] = self.stride
+        if self.padding != 0:
+            out["padding"] = self.padding
+        if self.dilation != 1:
+            out["dilation"] = self.dilation
+        if not self.bias:
+            out["bias"] = False
+        return out
+
+
+class _Pool2d(Layer):
+    def __init__(
+        self,
+        kernel_size: int | Sequence[int],
+        stride: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        self.kernel = _pair(kernel_size, "kernel_size")
+        self.stride = None if stride is None else _pair(stride, "stride")
+        self.padding = _pair(padding, "padding")
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kernel": self.kernel}
+        if self.stride is not None:
+            out["stride"] = self.stride
+        if self.padding != 0:
+            out["padding"] = self.padding
+        return out
+
+
+class MaxPool2d(_Pool2d):
+    """Max pooling over ``[C, H, W]`` units; the stride defaults to the kernel size."""
+
+    kind = "MaxPool2d"
+
+
+class AvgPool2d(_Pool2d):
+    """Average pooling (padding counts in the divisor); the stride defaults to the kernel size."""
+
+    kind = "AvgPool2d"
+
+
+class ReLU(Layer):
+    """``max(x, 0)``."""
+
+    kind = "ReLU"
+
+
+class Sigmoid(Layer):
+    """``1 / (1 + exp(-x))``."""
+
+    kind = "Sigmoid"
+
+
+class Tanh(Layer):
+    """``tanh(x)``."""
+
+    kind = "Tanh"
+
+
+class GELU(Layer):
+    """The Gaussian error linear unit."""
+
+    kind = "GELU"
+
+
+class _AxisLayer(Layer):
+    def __init__(self, axis: int = -1, *, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.axis = axis
+
+    def settings(self) -> dict[str, Any]:
+        return {} if self.axis == -1 else {"axis": self.axis}
+
+
+class Softmax(_AxisLayer):
+    """Softmax over a unit axis (default the last)."""
+
+    kind = "Softmax"
+
+
+class LogSoftmax(_AxisLayer):
+    """Log-softmax over a unit axis (default the last)."""
+
+    kind = "LogSoftmax"
+
+
+class Dropout(Layer):
+    """Inverted dropout with drop probability ``p``; active in training only."""
+
+    kind = "Dropout"
+
+    def __init__(self, p: float = 0.5, *, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.p = p
+
+    def settings(self) -> dict[str, Any]:
+        return {"p": self.p}
+
+
+class Flatten(Layer):
+    """Flattens the unit shape to one axis."""
+
+    kind = "Flatten"
+
+
+class Reshape(Layer):
+    """Reshapes the unit shape (same element count)."""
+
+    kind = "Reshape"
+
+    def __init__(self, shape: Sequence[int], *, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.shape = list(shape)
+
+    def settings(self) -> dict[str, Any]:
+        return {"shape": self.shape}
+
+
+class Add(Layer):
+    """The sum of two or more inputs of the same shape (residual connections)."""
+
+    kind = "Add"
+
+
+class Concat(Layer):
+    """Concatenation of the inputs along a unit axis."""
+
+    kind = "Concat"
+
+    def __init__(self, axis: int, *, name: str | None = None) -> None:
+        super().__init__(name=name)
+        self.axis = axis
+
+    def settings(self) -> dict[str, Any]:
+        return {"axis": self.axis}
+
+
+def _network_def(
+    inputs: list[dict[str, Any]], layers: list[dict[str, Any]], outputs: list[str]
+) -> dict[str, Any]:
+    definition: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "inputs": inputs,
+        "layers": layers,
+    }
+    if outputs:
+        definition["outputs"] = outputs
+    return definition
+
+
+def _unit_shape(shape: Iterable[int], what: str) -> list[int]:
+    dims = list(shape)
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
+        raise ValueError(f"{what} must be a sequence of non-negative ints, got {shape!r}")
+    return dims
+
+
+class Sequential(Layer):
+    """Layers applied one after another.
+
+    With ``input_shape`` it is a whole network (``to_def()`` gives the
+    ``NetworkDef``); without, it is a container layer inside another network.
+    """
+
+    kind = "Sequential"
+
+    def __init__(
+        self,
+        *layers: Layer,
+        input_shape: Sequence[int] | None = None,
+        input_name: str = "input",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        for layer in layers:
+            if not isinstance(layer, Layer):
+                raise TypeError(f"Sequential takes layers, got {type(layer).__name__}")
+        self.layers = list(layers)
+        self.input_shape = None if input_shape is None else _unit_shape(input_shape, "input_shape")
+        self.input_name = input_name
+
+    def _layer_defs(self) -> list[dict[str, Any]]:
+        names = [layer.name or str(i) for i, layer in enumerate(self.layers)]
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise ValueError(f"Sequential: two layers are named {n!r}")
+            seen.add(n)
+        return [layer.to_def(n) for n, layer in zip(names, self.layers, strict=True)]
+
+    def settings(self) -> dict[str, Any]:
+        return {"layers": self._layer_defs()}
+
+    def to_def(self, name: str | None = None, inputs: list[str] | None = None) -> dict[str, Any]:
+        """As a container layer when ``name`` is given, else the whole ``NetworkDef``."""
+        if name is not None:
+            return super().to_def(name, inputs)
+        if self.input_shape is None:
+            raise ValueError(
+                "Sequential(..., input_shape=...) is needed for a whole network: "
+                "the input's unit shape (without the batch axis) must be given once"
+            )
+        return _network_def(
+            [{"name": self.input_name, "shape": self.input_shape}], self._layer_defs(), []
+        )
+
+    def to_json(self) -> str:
+        """The ``NetworkDef`` as JSON text."""
+        return json.dumps(self.to_def(), indent=2)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(layer) for layer in self.layers)
+        return f"Sequential({inner}, input_shape={self.input_shape!r})"
+
+
+class Node:
+    """A value in the functional graph form: a network input or a layer's output."""
+
+    def __init__(self, layer: Layer | None, inputs: list[Node], input_name: str | None = None):
+        self.layer = layer
+        self.inputs = inputs
+        self.input_name = input_name
+
+
+class Input(Node):
+    """A named network input with its unit shape (no batch axis)."""
+
+    def __init__(self, name: str, shape: Sequence[int]) -> None:
+        super().__init__(None, [], input_name=name)
+        self.shape = _unit_shape(shape, f"input {name!r} shape")
+
+
+class Graph:
+    """A network whose layers name their inputs: any DAG (skip connections,
+    several inputs and outputs), from ``Input`` nodes and layer calls.
+
+    Layers without a name get ``<type><n>`` (``linear1``, ``relu2``, ...). The
+    layers are listed in a topological order of the nodes reachable from
+    ``outputs``. Calling one layer object on several inputs applies it several
+    times with one set of parameters: the later calls ``share`` the first's.
+    """
+
+    def __init__(self, inputs: Sequence[Input], outputs: Sequence[Node]) -> None:
+        if not inputs or not outputs:
+            raise ValueError("Graph needs at least one input and one output")
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+
+    def to_def(self) -> dict[str, Any]:
+        """The ``NetworkDef`` dict."""
+        input_names = {id(node): node.input_name for node in self.inputs}
+        order: list[Node] = []
+        state: dict[int, str] = {}  # "open" while visiting, "done" after
+
+        def visit(node: Node) -> None:
+            key = id(node)
+            if state.get(key) == "done":
+                return
+            if state.get(key) == "open":
+                raise ValueError("Graph: the layers form a cycle")
+            if node.layer is None:
+                if key not in input_names:
+                    raise ValueError(
+                        f"Graph: input {node.input_name!r} is used but not listed in inputs="
+                    )
+                state[key] = "done"
+                return
+            state[key] = "open"
+            for source in node.inputs:
+                visit(source)
+            state[key] = "done"
+            order.append(node)
+
+        for out in self.outputs:
+            visit(out)
+
+        names = self._names(order, set(input_names.values()))
+        first_use: dict[int, str] = {}
+        layers = []
+        for node in order:
+            assert node.layer is not None  # inputs are not in `order`
+            sources = [
+                names[id(s)] if s.layer is not None else str(s.input_name) for s in node.inputs
+            ]
+            entry = node.layer.to_def(names[id(node)], sources)
+            owner = first_use.setdefault(id(node.layer), names[id(node)])
+            if owner != names[id(node)] and node.layer.kind in _PARAMETRIC:
+                entry["share"] = owner
+            layers.append(entry)
+        inputs = [{"name": n.input_name, "shape": n.shape} for n in self.inputs]
+        outputs = [names[id(o)] if o.layer is not None else str(o.input_name) for o in self.outputs]
+        return _network_def(inputs, layers, outputs)
+
+    @staticmethod
+    def _names(order: list[Node], taken: set[str]) -> dict[int, str]:
+        """A unique name per layer node: its layer's name, else ``<type><n>``."""
+        names: dict[int, str] = {}
+        counters: dict[str, itertools.count[int]] = {}
+        calls: dict[int, int] = {}
+        used = set(taken)
+        for node in order:
+            layer = node.layer
+            assert layer is not None
+            call = calls[id(layer)] = calls.get(id(layer), 0) + 1
+            if layer.name is not None:
+                name = layer.name if call == 1 else f"{layer.name}_{call}"
+                if name in used:
+                    raise ValueError(f"Graph: two layers or inputs are named {name!r}")
+            else:
+                counter = counters.setdefault(layer.kind, itertools.count(1))
+                name = f"{layer.kind.lower()}{next(counter)}"
+                while name in used:
+                    name = f"{layer.kind.lower()}{next(counter)}"
+            used.add(name)
+            names[id(node)] = name
+        return names
+
+    def to_json(self) -> str:
+        """The ``NetworkDef`` as JSON text."""
+        return json.dumps(self.to_def(), indent=2)

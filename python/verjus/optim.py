@@ -1,0 +1,211 @@
+"""Optimizers and learning-rate schedules.
+
+These are settings, not algorithms: each object turns into the Rust solver's
+configuration (``SolverConfig`` JSON), and the update itself runs in Rust as a
+fused op on the parameters' device. The update equations are those of
+``torch.optim.SGD``, ``Adam`` and ``AdamW`` (see ``crates/verjus-nn/src/solver``),
+applied to the mean gradient of the actual batch.
+
+    trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3))
+    verjus.optim.SGD(lr=0.1, momentum=0.9, nesterov=True,
+                     schedule=verjus.optim.StepLR(step_size=1000, gamma=0.5))
+
+Values are checked by the core when a ``Trainer`` is made: a bad one raises
+``ValueError`` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineWarmup", "Optimizer", "Schedule", "StepLR"]
+
+
+class Schedule:
+    """How the learning rate changes with the step number."""
+
+    def config(self) -> Any:
+        """The Rust ``LrSchedule`` as JSON-ready data."""
+        raise NotImplementedError
+
+
+class Constant(Schedule):
+    """The base learning rate at every step."""
+
+    def config(self) -> Any:
+        return "Constant"
+
+    def __repr__(self) -> str:
+        return "Constant()"
+
+
+class StepLR(Schedule):
+    """``lr · gamma ** (step // step_size)`` (``torch.optim.lr_scheduler.StepLR``, per step)."""
+
+    def __init__(self, step_size: int, gamma: float = 0.1) -> None:
+        self.step_size = step_size
+        self.gamma = gamma
+
+    def config(self) -> Any:
+        return {"Step": {"step_size": self.step_size, "gamma": self.gamma}}
+
+    def __repr__(self) -> str:
+        return f"StepLR(step_size={self.step_size}, gamma={self.gamma})"
+
+
+class CosineWarmup(Schedule):
+    """Linear warm-up over ``warmup_steps``, then a half cosine down to ``min_lr``
+    at ``total_steps`` (and ``min_lr`` after)."""
+
+    def __init__(self, warmup_steps: int, total_steps: int, min_lr: float = 0.0) -> None:
+        self.warmup_steps = warmup_steps
+        self.total_steps = total_steps
+        self.min_lr = min_lr
+
+    def config(self) -> Any:
+        return {
+            "Cosine": {
+                "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps,
+                "min_lr": self.min_lr,
+            }
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"CosineWarmup(warmup_steps={self.warmup_steps}, total_steps={self.total_steps}, "
+            f"min_lr={self.min_lr})"
+        )
+
+
+class Optimizer:
+    """An update rule with a schedule and optional clipping of the mean
+    gradient to a global L2 norm (``clip_norm``)."""
+
+    def __init__(self, lr: float, schedule: Schedule | None, clip_norm: float | None) -> None:
+        if schedule is not None and not isinstance(schedule, Schedule):
+            raise TypeError(f"schedule must be a verjus.optim schedule, got {schedule!r}")
+        self.lr = lr
+        self.schedule = schedule or Constant()
+        self.clip_norm = clip_norm
+
+    def rule(self) -> dict[str, Any]:
+        """The Rust ``UpdateRule`` as JSON-ready data."""
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        """The Rust ``SolverConfig`` as JSON-ready data."""
+        return {
+            "rule": self.rule(),
+            "schedule": self.schedule.config(),
+            "clip_norm": self.clip_norm,
+        }
+
+    def to_json(self) -> str:
+        """The ``SolverConfig`` as JSON text."""
+        return json.dumps(self.config())
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay."""
+
+    def __init__(
+        self,
+        *,
+        lr: float,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+        schedule: Schedule | None = None,
+        clip_norm: float | None = None,
+    ) -> None:
+        super().__init__(lr, schedule, clip_norm)
+        self.momentum = momentum
+        self.dampening = dampening
+        self.nesterov = nesterov
+        self.weight_decay = weight_decay
+
+    def rule(self) -> dict[str, Any]:
+        return {
+            "Sgd": {
+                "lr": self.lr,
+                "momentum": self.momentum,
+                "dampening": self.dampening,
+                "nesterov": self.nesterov,
+                "weight_decay": self.weight_decay,
+            }
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"SGD(lr={self.lr}, momentum={self.momentum}, nesterov={self.nesterov}, "
+            f"weight_decay={self.weight_decay})"
+        )
+
+
+class Adam(Optimizer):
+    """Adam; ``weight_decay`` is an L2 penalty added to the gradient."""
+
+    decoupled = False
+
+    def __init__(
+        self,
+        *,
+        lr: float = 1e-3,
+        betas: Sequence[float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        schedule: Schedule | None = None,
+        clip_norm: float | None = None,
+    ) -> None:
+        super().__init__(lr, schedule, clip_norm)
+        beta1, beta2 = betas
+        self.betas = (float(beta1), float(beta2))
+        self.eps = eps
+        self.weight_decay = weight_decay
+
+    def rule(self) -> dict[str, Any]:
+        return {
+            "Adam": {
+                "lr": self.lr,
+                "beta1": self.betas[0],
+                "beta2": self.betas[1],
+                "eps": self.eps,
+                "weight_decay": self.weight_decay,
+                "decoupled": self.decoupled,
+            }
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(lr={self.lr}, betas={self.betas}, eps={self.eps}, "
+            f"weight_decay={self.weight_decay})"
+        )
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``torch.optim.AdamW``; default decay 0.01)."""
+
+    decoupled = True
+
+    def __init__(
+        self,
+        *,
+        lr: float = 1e-3,
+        betas: Sequence[float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        schedule: Schedule | None = None,
+        clip_norm: float | None = None,
+    ) -> None:
+        super().__init__(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            schedule=schedule,
+            clip_norm=clip_norm,
+        )

@@ -1,0 +1,255 @@
+"""``verjus.Trainer``: training and evaluation of a ``Network``.
+
+The trainer owns the solver and the loss and trains the network it was given
+(the same object: its ``forward`` sees the new weights). Each step — forward,
+loss, backward and the fused optimizer update — runs in Rust with the GIL
+released; ``fit`` only loops over epochs, keeps the history and draws the
+progress bar (tqdm, on stderr, and only when stderr is a terminal).
+
+    trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3), loss="cross_entropy")
+    history = trainer.fit(x, y, epochs=5, batch_size=128, validation_data=(xt, yt))
+    history["val_accuracy"]  # one value per epoch
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from tqdm.auto import tqdm
+
+from verjus import _verjus
+from verjus.network import Network
+from verjus.optim import Optimizer
+
+__all__ = ["LOSSES", "Callback", "History", "Metrics", "Trainer"]
+
+# Loss names accepted by ``Trainer(loss=...)`` and the Rust ``Loss`` each means.
+LOSSES: dict[str, dict[str, Any]] = {
+    "cross_entropy": {"type": "SoftmaxCrossEntropy", "label_smoothing": 0.0},
+    "nll": {"type": "Nll"},
+    "mse": {"type": "Mse"},
+}
+
+_U64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The mean loss over a dataset and, for class labels, the accuracy."""
+
+    loss: float
+    accuracy: float | None
+
+    def as_dict(self, prefix: str = "") -> dict[str, float]:
+        """``{prefix + "loss": ..., prefix + "accuracy": ...}`` (accuracy only when known)."""
+        out = {f"{prefix}loss": self.loss}
+        if self.accuracy is not None:
+            out[f"{prefix}accuracy"] = self.accuracy
+        return out
+
+
+class History:
+    """Per-epoch metrics of ``fit``: ``history.epochs`` is a list of dicts, and
+    ``history["train_loss"]`` the values of one metric over the epochs."""
+
+    def __init__(self) -> None:
+        self.epochs: list[dict[str, float]] = []
+
+    def __getitem__(self, key: str) -> list[float]:
+        return [e[key] for e in self.epochs if key in e]
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+    def __iter__(self) -> Iterator[dict[str, float]]:
+        return iter(self.epochs)
+
+    def __repr__(self) -> str:
+        return f"History({self.epochs!r})"
+
+
+class Callback:
+    """Hooks into ``fit``; override what you need. Set ``trainer.stop_training =
+    True`` in a hook to stop after the current epoch. A plain function passed
+    in ``callbacks=`` is called like ``on_epoch_end`` with ``(trainer, metrics)``."""
+
+    def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        """After each epoch (and its validation), with that epoch's metrics."""
+
+    def on_step_end(self, trainer: Trainer, examples: int, loss: float) -> None:
+        """After each training step, with its batch size and mean loss."""
+
+
+class _FunctionCallback(Callback):
+    def __init__(self, fn: Callable[[Trainer, Mapping[str, float]], object]) -> None:
+        self.fn = fn
+
+    def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        self.fn(trainer, metrics)
+
+
+def _loss_json(loss: str | Mapping[str, Any], label_smoothing: float) -> str:
+    if isinstance(loss, Mapping):
+        return json.dumps(dict(loss))
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; expected one of {sorted(LOSSES)}")
+    config = dict(LOSSES[loss])
+    if label_smoothing:
+        if loss != "cross_entropy":
+            raise ValueError("label_smoothing applies to the cross_entropy loss only")
+        config["label_smoothing"] = label_smoothing
+    return json.dumps(config)
+
+
+class _Progress:
+    """A tqdm bar over an epoch's steps, refreshed at most 5 times a second."""
+
+    def __init__(self, total: int, desc: str, enabled: bool) -> None:
+        self.bar = tqdm(
+            total=total,
+            desc=desc,
+            unit="step",
+            leave=False,
+            file=sys.stderr,
+            dynamic_ncols=True,
+            disable=not (enabled and sys.stderr.isatty()),
+        )
+        self.start = time.perf_counter()
+        self.shown = self.start
+        self.loss_sum = 0.0
+        self.seen = 0
+
+    def step(self, examples: int, loss: float) -> None:
+        self.loss_sum += loss * examples
+        self.seen += examples
+        self.bar.update(1)
+        now = time.perf_counter()
+        if now - self.shown >= 0.2:
+            self.shown = now
+            rate = self.seen / max(now - self.start, 1e-9)
+            self.bar.set_postfix_str(f"loss {self.loss_sum / self.seen:.4f}, {rate:,.0f} ex/s")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+class Trainer:
+    """Trains ``network`` with ``optimizer`` on ``device`` (``"cpu"``, ``"cuda"``,
+    ``"cuda:N"``). ``loss`` is ``"cross_entropy"`` (logits against int labels),
+    ``"nll"`` (log-probabilities against int labels) or ``"mse"`` (float targets
+    of the output's shape)."""
+
+    def __init__(
+        self,
+        network: Network,
+        optimizer: Optimizer,
+        loss: str | Mapping[str, Any] = "cross_entropy",
+        *,
+        device: str = "cpu",
+        label_smoothing: float = 0.0,
+    ) -> None:
+        if not isinstance(network, Network):
+            raise TypeError(f"network must be a verjus.Network, got {type(network).__name__}")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(
+                f"optimizer must be a verjus.optim optimizer, got {type(optimizer).__name__}"
+            )
+        self.network = network
+        self.optimizer = optimizer
+        self.device = device
+        self.stop_training = False
+        self._native = _verjus.Trainer(
+            network._native, optimizer.to_json(), _loss_json(loss, label_smoothing), device
+        )
+
+    @property
+    def step(self) -> int:
+        """Optimizer steps taken so far."""
+        return self._native.step
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of the next step (after the schedule)."""
+        return self._native.lr
+
+    def train_minibatch(
+        self, x: npt.ArrayLike, y: npt.ArrayLike
+    ) -> tuple[float, npt.NDArray[np.float32]]:
+        """One step on one batch; returns the mean loss and the network's output."""
+        return self._native.train_minibatch(x, y)
+
+    def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike, *, batch_size: int = 1000) -> Metrics:
+        """Loss and accuracy over ``(x, y)`` in inference mode (no dropout)."""
+        loss, accuracy = self._native.evaluate(x, y, batch_size)
+        return Metrics(loss, accuracy)
+
+    def fit(
+        self,
+        x: npt.ArrayLike,
+        y: npt.ArrayLike,
+        *,
+        epochs: int = 1,
+        batch_size: int = 32,
+        validation_data: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        progress: bool = True,
+        callbacks: Sequence[Callback | Callable[[Trainer, Mapping[str, float]], object]] = (),
+        eval_batch_size: int = 1000,
+    ) -> History:
+        """Trains for ``epochs`` passes over ``(x, y)`` in minibatches of ``batch_size``
+        (the last may be short), reshuffled each epoch from ``seed`` when ``shuffle``.
+        After each epoch it evaluates ``validation_data`` and calls the callbacks.
+        Returns the ``History``: per epoch ``epoch``, ``train_loss``, ``seconds``,
+        ``examples_per_second`` and, with validation data, ``val_loss`` and
+        ``val_accuracy``."""
+        if epochs < 0 or batch_size <= 0:
+            raise ValueError(
+                f"fit: need epochs >= 0 and batch_size > 0, got {epochs} and {batch_size}"
+            )
+        hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
+        data = _verjus.Dataset(x, y)
+        validation = None if validation_data is None else _verjus.Dataset(*validation_data)
+        history = History()
+        self.stop_training = False
+        steps = -(-len(data) // batch_size)
+        for epoch in range(1, epochs + 1):
+            bar = _Progress(steps, f"epoch {epoch}/{epochs}", progress)
+
+            def on_step(examples: int, loss: float, bar: _Progress = bar) -> None:
+                bar.step(examples, loss)
+                for hook in hooks:
+                    hook.on_step_end(self, examples, loss)
+
+            start = time.perf_counter()
+            try:
+                shuffle_seed = (seed + epoch) & _U64 if shuffle else None
+                train_loss = self._native.train_epoch(data, batch_size, shuffle_seed, on_step)
+            finally:
+                bar.close()
+            seconds = time.perf_counter() - start
+            metrics: dict[str, float] = {
+                "epoch": epoch,
+                "train_loss": train_loss,
+                "seconds": seconds,
+                "examples_per_second": len(data) / max(seconds, 1e-9),
+            }
+            if validation is not None:
+                loss, accuracy = self._native.evaluate_dataset(validation, eval_batch_size)
+                metrics.update(Metrics(loss, accuracy).as_dict("val_"))
+            history.epochs.append(metrics)
+            for hook in hooks:
+                hook.on_epoch_end(self, metrics)
+            if self.stop_training:
+                break
+        return history
+
+    def __repr__(self) -> str:
+        return f"Trainer({self.network!r}, {self.optimizer!r}, device={self.device!r})"

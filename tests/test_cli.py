@@ -1,0 +1,117 @@
+"""The ``verjus`` command end to end, on a small generated data set."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import NETS
+
+import verjus
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "verjus", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained_run(fashion_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("runs") / "mlp"
+    result = run_cli(
+        "train", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir), "--epochs", "3",
+        "--optimizer", "adam", "--lr", "1e-3", "--batch-size", "32", "--device", "cpu",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout
+
+
+def test_train_prints_each_epoch_and_the_final_accuracy(trained_run):
+    _, stdout = trained_run
+    epochs = re.findall(r"epoch (\d)/3: train loss ([\d.]+), test loss ([\d.]+), "
+                        r"test accuracy ([\d.]+)", stdout)  # fmt: skip
+    assert [e[0] for e in epochs] == ["1", "2", "3"]
+    assert float(epochs[-1][1]) < float(epochs[0][1])
+    final = re.search(r"final test accuracy: ([\d.]+)", stdout)
+    assert final is not None
+    assert float(final.group(1)) > 0.5  # ten classes: chance is 0.1
+    assert "plot: " in stdout
+
+
+def test_train_writes_a_complete_run_folder(trained_run):
+    out, _ = trained_run
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["curves.png", "metrics.jsonl", "network.json", "weights.safetensors"]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert {"train_loss", "test_loss", "test_accuracy", "seconds", "lr"} <= set(rows[0])
+    assert (out / "curves.png").read_bytes().startswith(PNG_MAGIC)
+    assert (out / "curves.png").stat().st_size > 5000
+    net = verjus.Network.load(out)
+    assert net.outputs == [("fc3", (10,))]
+
+
+def test_predict_reports_accuracy_and_a_confusion_matrix(trained_run, fashion_dir):
+    out, stdout = trained_run
+    result = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out / "weights.safetensors"),
+                     "--data", str(fashion_dir), "--split", "test")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    accuracy = float(re.search(r"accuracy ([\d.]+)", result.stdout).group(1))
+    final = float(re.search(r"final test accuracy: ([\d.]+)", stdout).group(1))
+    assert accuracy == pytest.approx(final, abs=1e-4)
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("T-shirt", "Trouser"))]
+    assert len(rows) == 2
+    matrix_total = sum(
+        int(v) for line in result.stdout.splitlines()[3:] for v in line.split()[-10:] if v.isdigit()
+    )
+    assert matrix_total == 128
+    # A run folder works as the weights argument too.
+    again = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out), "--data", str(fashion_dir))
+    assert again.returncode == 0, again.stderr
+    assert f"accuracy {accuracy:.4f}" in again.stdout
+
+
+def test_info_prints_the_summary():
+    result = run_cli("info", str(NETS / "fashion_cnn.json"))
+    assert result.returncode == 0, result.stderr
+    assert "conv2" in result.stdout
+    assert "parameters: 421,642" in result.stdout
+
+
+def test_errors_are_one_line_and_exit_1(tmp_path, fashion_dir):
+    missing = run_cli("info", str(tmp_path / "nope.json"))
+    assert missing.returncode == 1
+    assert "nope.json" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"inputs": [{"name": "x", "shape": [3]}],
+                               "layers": [{"name": "c", "type": "Conv2d", "out_channels": 2,
+                                           "kernel": 3}]}))  # fmt: skip
+    result = run_cli("info", str(bad))
+    assert result.returncode == 1
+    assert '"c"' in result.stderr
+    no_data = run_cli("train", str(NETS / "fashion_mlp.json"), "--data", str(tmp_path),
+                      "--out", str(tmp_path / "run"))  # fmt: skip
+    assert no_data.returncode == 1
+    assert "apt-get install dataset-fashion-mnist" in no_data.stderr
+    assert "Traceback" not in no_data.stderr
+
+
+def test_the_console_script_is_installed():
+    script = Path(sys.executable).parent / "verjus"
+    assert script.exists()
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0
+    assert verjus.__version__ in result.stdout

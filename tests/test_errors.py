@@ -1,0 +1,134 @@
+"""Every error path ends in a Python exception with a message that names what was
+wrong; none crashes the interpreter."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import NETS
+
+import verjus
+from verjus import nn, optim
+
+
+def cnn() -> verjus.Network:
+    return verjus.Network.from_def(NETS / "fashion_cnn.json")
+
+
+def test_a_bad_input_shape_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\[1, 28, 28\]") as info:
+        cnn().forward(np.zeros((2, 1, 28, 27), np.float32))
+    assert "27" in str(info.value)
+
+
+def test_a_definition_shape_mismatch_names_the_layer_and_shapes():
+    seq = nn.Sequential(
+        nn.Linear(8, name="fc1"), nn.Linear(4, in_features=9, name="fc2"), input_shape=(3,)
+    )
+    with pytest.raises(ValueError, match=r"fc2") as info:
+        verjus.Network.from_def(seq)
+    assert "8" in str(info.value)
+    assert "9" in str(info.value)
+
+
+def test_a_bad_kernel_names_the_layer():
+    seq = nn.Sequential(nn.Conv2d(4, 9, name="big"), input_shape=(1, 5, 5))
+    with pytest.raises(ValueError, match=r"big"):
+        verjus.Network.from_def(seq)
+
+
+def test_an_unknown_input_and_an_unknown_type_are_definition_errors():
+    definition = json.loads((NETS / "fashion_mlp.json").read_text())
+    definition["layers"][1]["inputs"] = ["nowhere"]
+    with pytest.raises(ValueError, match=r"nowhere"):
+        verjus.Network.from_def(definition)
+    definition = json.loads((NETS / "fashion_mlp.json").read_text())
+    definition["layers"][2]["type"] = "Relu6"
+    with pytest.raises(ValueError, match=r"Relu6"):
+        verjus.Network.from_def(definition)
+
+
+def test_malformed_json_is_a_value_error():
+    with pytest.raises(ValueError, match=r"JSON"):
+        verjus.Network.from_def('{"inputs": [')
+
+
+def test_a_missing_definition_file_is_an_os_error(tmp_path):
+    with pytest.raises(OSError, match=r"missing\.json"):
+        verjus.Network.from_def(tmp_path / "missing.json")
+
+
+def test_a_missing_or_damaged_weights_file_is_an_os_error(tmp_path):
+    net = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    with pytest.raises(OSError, match=r"nothing\.safetensors"):
+        net.load_weights(tmp_path / "nothing.safetensors")
+    net.save_weights(tmp_path / "w.safetensors")
+    data = (tmp_path / "w.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[: len(data) // 2])
+    before = net.state_dict()
+    with pytest.raises(OSError, match=r"cut\.safetensors"):
+        net.load_weights(tmp_path / "cut.safetensors")
+    (tmp_path / "junk.safetensors").write_bytes(b"\xff" * 64)
+    with pytest.raises(OSError, match=r"junk\.safetensors"):
+        net.load_weights(tmp_path / "junk.safetensors")
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_weights_of_another_network_are_refused(tmp_path):
+    cnn().save_weights(tmp_path / "cnn.safetensors")
+    mlp = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    with pytest.raises(ValueError, match=r"conv1|fc1"):
+        mlp.load_weights(tmp_path / "cnn.safetensors")
+
+
+def test_a_missing_device_is_a_runtime_error():
+    if any(d.startswith("cuda") for d in verjus.devices()):
+        pytest.fail("this test expects a machine without CUDA; run the GPU suite there instead")
+    with pytest.raises(RuntimeError, match=r"(?i)cuda"):
+        verjus.Trainer(cnn(), optim.Adam(), device="cuda")
+    with pytest.raises(ValueError, match=r"tpu"):
+        verjus.Trainer(cnn(), optim.Adam(), device="tpu")
+
+
+def test_bad_optimizer_settings_name_the_field():
+    with pytest.raises(ValueError, match=r"momentum"):
+        verjus.Trainer(cnn(), optim.SGD(lr=0.1, momentum=1.5))
+    with pytest.raises(ValueError, match=r"lr"):
+        verjus.Trainer(cnn(), optim.Adam(lr=-1.0))
+    with pytest.raises(ValueError, match=r"total_steps"):
+        verjus.Trainer(
+            cnn(), optim.Adam(schedule=optim.CosineWarmup(warmup_steps=5, total_steps=5))
+        )
+
+
+def test_bad_training_data_is_a_value_error():
+    trainer = verjus.Trainer(cnn(), optim.Adam())
+    x = np.zeros((4, 1, 28, 28), np.float32)
+    with pytest.raises(ValueError, match=r"\[4"):
+        trainer.train_minibatch(x, np.zeros(3, np.int64))
+    with pytest.raises(ValueError, match=r"label"):
+        trainer.train_minibatch(x, np.full(4, 10, np.int64))  # only 10 classes
+    with pytest.raises(ValueError, match=r"\[1, 28, 28\]"):
+        trainer.fit(np.zeros((4, 784), np.float32), np.zeros(4, np.int64), progress=False)
+    with pytest.raises(ValueError, match=r"unknown loss"):
+        verjus.Trainer(cnn(), optim.Adam(), loss="hinge")
+
+
+def test_a_diverged_loss_is_an_error_that_leaves_the_weights():
+    net = verjus.Network.from_def(nn.Sequential(nn.Linear(2), input_shape=(2,)))
+    trainer = verjus.Trainer(net, optim.SGD(lr=0.1))
+    before = net.state_dict()
+    with pytest.raises(ValueError, match=r"diverged"):
+        trainer.train_minibatch(np.full((2, 2), np.inf, np.float32), np.zeros(2, np.int64))
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_wrong_python_types_are_type_errors():
+    with pytest.raises(TypeError):
+        verjus.Network.from_def(42)
+    with pytest.raises(TypeError):
+        verjus.Trainer("net", optim.Adam())
+    with pytest.raises(TypeError):
+        verjus.Trainer(cnn(), "adam")
