@@ -53,7 +53,15 @@ def test_train_prints_each_epoch_and_the_final_accuracy(trained_run):
 def test_train_writes_a_complete_run_folder(trained_run):
     out, _ = trained_run
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["curves.png", "metrics.jsonl", "network.json", "weights.safetensors"]
+    assert names == [
+        "checkpoint.json",
+        "curves.png",
+        "metrics.jsonl",
+        "network.json",
+        "solver.safetensors",
+        "trainer.json",
+        "weights.safetensors",
+    ]
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert {"train_loss", "test_loss", "test_accuracy", "seconds", "lr"} <= set(rows[0])
@@ -61,6 +69,11 @@ def test_train_writes_a_complete_run_folder(trained_run):
     assert (out / "curves.png").stat().st_size > 5000
     net = verjus.Network.load(out)
     assert net.outputs == [("fc3", (10,))]
+    # The run folder is a training checkpoint: it resumes where the run stopped.
+    trainer = verjus.Trainer.resume(out)
+    assert trainer.step == 3 * 16  # 512 synthetic images in batches of 32
+    assert type(trainer.optimizer) is verjus.optim.Adam
+    assert trainer.optimizer.lr == pytest.approx(1e-3)
 
 
 def test_predict_reports_accuracy_and_a_confusion_matrix(trained_run, fashion_dir):

@@ -134,7 +134,8 @@ def test_load_state_dict_checks_everything_before_changing_anything():
 def test_save_and_load_a_network_folder(tmp_path):
     net = verjus.Network.from_def(NETS / "fashion_mlp.json", seed=5)
     folder = net.save(tmp_path / "saved")
-    assert sorted(p.name for p in folder.iterdir()) == ["network.json", "weights.safetensors"]
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["checkpoint.json", "network.json", "weights.safetensors"]
     again = verjus.Network.load(folder)
     assert again.to_def() == net.to_def()
     x = np.random.default_rng(3).random((4, 1, 28, 28), dtype=np.float32)

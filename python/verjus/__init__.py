@@ -7,7 +7,9 @@ every computation runs in Rust with the GIL released.
 - ``verjus.Network``: a built network (``from_def``, ``forward``, ``summary``,
   ``state_dict``, ``save``/``load``);
 - ``verjus.optim``: ``SGD``, ``Adam``, ``AdamW`` and learning-rate schedules;
-- ``verjus.Trainer``: ``train_minibatch``, ``evaluate`` and ``fit``;
+- ``verjus.Trainer``: ``train_minibatch``, ``evaluate``, ``fit``,
+  ``save_checkpoint`` and ``Trainer.resume``;
+- ``verjus.Runner``: hot-swap serving (``infer``, ``swap``, ``watch``);
 - ``verjus.data``: Fashion-MNIST as numpy arrays;
 - the ``verjus`` command (``verjus.cli``): ``train``, ``info``, ``predict``.
 """
@@ -15,6 +17,7 @@ every computation runs in Rust with the GIL released.
 from verjus import data, nn, optim
 from verjus._verjus import __version__, devices, gemm
 from verjus.network import Network
+from verjus.runner import Runner
 from verjus.trainer import Callback, History, Metrics, Trainer
 
 __all__ = [
@@ -22,6 +25,7 @@ __all__ = [
     "History",
     "Metrics",
     "Network",
+    "Runner",
     "Trainer",
     "__version__",
     "data",

@@ -9,6 +9,7 @@ backend lacks. No Rust panic reaches Python.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -86,6 +87,17 @@ class Network:
         value changes: an unknown name, a wrong shape, or (when ``strict``) a
         missing name is a ``ValueError`` naming the parameter and both shapes."""
 
+    @staticmethod
+    def load(folder: str) -> Network:
+        """Loads a network folder (``save``'s, or a training checkpoint) onto the CPU:
+        definition, seed and weights, each file checked against ``checkpoint.json``
+        before anything is built. File problems are ``OSError``, a definition or
+        weights that do not fit ``ValueError``; both name the file."""
+
+    def save(self, folder: str) -> None:
+        """Saves ``network.json``, ``weights.safetensors`` and ``checkpoint.json`` as the
+        folder ``folder``, replacing it atomically; other files in it are kept."""
+
     def save_weights(self, path: str) -> None:
         """Writes the parameters as safetensors (names are parameter names), atomically:
         a temporary file in the same folder, fsync, then rename."""
@@ -121,6 +133,15 @@ class Trainer:
         ``{"type": "Nll"}`` or ``{"type": "Mse"}``. ``device`` is ``"cpu"``, ``"cuda"`` or
         ``"cuda:N"``; a device that is not there is a ``RuntimeError`` naming what is missing.
         Bad settings are a ``ValueError`` naming the field."""
+
+    @staticmethod
+    def resume(folder: str, device: str = "cpu") -> Trainer:
+        """A trainer continuing the checkpoint ``folder`` on ``device`` (bit for bit on
+        the CPU), with a new ``network``. Every file is checked first."""
+
+    def save_checkpoint(self, folder: str) -> None:
+        """Saves network, weights, solver state, loss, step and dropout stream position as
+        the folder ``folder``, replacing it atomically; other files in it are kept."""
 
     @property
     def network(self) -> Network:
@@ -162,3 +183,40 @@ class Trainer:
         the last batch may be short). After each step, with the GIL held, calls
         ``on_step(examples_in_step, loss)``; an exception it raises stops the epoch
         and propagates. Returns the mean training loss over the epoch's examples."""
+
+class Runner:
+    """Serves inference from a network that can be swapped at run time (on the CPU)."""
+
+    def __init__(self, network: Network) -> None:
+        """Serves a copy of ``network``."""
+
+    @staticmethod
+    def from_checkpoint(folder: str) -> Runner:
+        """Serves the network of a checkpoint (or network) folder."""
+
+    @property
+    def generation(self) -> int:
+        """0 for the first network, +1 per swap."""
+
+    def infer(self, inputs: Sequence[npt.ArrayLike]) -> tuple[list[npt.NDArray[np.float32]], int]:
+        """Inference with the network served now (GIL released, no lock around the
+        computation): the outputs and the generation that computed them."""
+
+    def swap(self, network: Network) -> int:
+        """Swaps in a copy of ``network`` if its inputs and outputs fit (else
+        ``ValueError`` naming the mismatch); returns the new generation."""
+
+    def swap_from(self, folder: str) -> int:
+        """Loads a checkpoint folder and swaps it in like ``swap``."""
+
+    def watch(
+        self,
+        folder: str,
+        interval: float = 1.0,
+        on_event: Callable[[dict[str, Any]], object] | None = None,
+    ) -> None:
+        """Polls ``folder`` and swaps in each new version; ``on_event`` gets
+        ``{"event": "swapped", "generation": n}`` or ``{"event": "refused", "error": msg}``."""
+
+    def stop_watching(self) -> None:
+        """Stops watching and waits for the watcher thread."""

@@ -7,9 +7,12 @@
 
 ``train`` prints the training loss and the test loss and accuracy after each
 epoch and keeps a run folder up to date (rewritten atomically after every
-epoch, so an interrupted run leaves usable files): ``network.json`` and
-``weights.safetensors`` (a folder ``verjus.Network.load`` reads),
-``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``.
+epoch, so an interrupted run leaves usable files): a training checkpoint
+(``network.json``, ``weights.safetensors``, ``trainer.json``,
+``solver.safetensors``, ``checkpoint.json``; ``verjus.Network.load`` and
+``verjus.Trainer.resume`` read it), replaced as a whole atomically, and beside
+it ``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``, which the
+checkpoint saves keep.
 ``predict`` prints the accuracy and the confusion matrix of saved weights.
 
 ``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
@@ -87,7 +90,7 @@ class _RunFolder(Callback):
             f"({row['seconds']:.1f} s, {row['examples_per_second']:,.0f} examples/s)",
             flush=True,
         )
-        trainer.network.save(self.out)
+        trainer.save_checkpoint(self.out)
         lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
         write_text_atomic(self.out / METRICS_FILE, lines)
         plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title)
@@ -121,7 +124,7 @@ def _train(args: argparse.Namespace) -> int:
         callbacks=[run],
     )
     if not run.epochs:
-        net.save(out)
+        trainer.save_checkpoint(out)
         print(f"no epochs run; the initial network is in {out}")
         return 0
     print(f"final test accuracy: {run.epochs[-1]['test_accuracy']:.4f}")

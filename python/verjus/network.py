@@ -3,8 +3,10 @@
 A thin handle over the Rust ``Network`` (``verjus._verjus.Network``): the
 definition is checked and every shape inferred once, when the network is
 built; ``forward`` runs in Rust with the GIL released. A network saved with
-``save(folder)`` is a folder holding ``network.json`` (the definition) and
-``weights.safetensors`` (the parameters, named by layer path).
+``save(folder)`` is a folder holding ``network.json`` (the definition),
+``weights.safetensors`` (the parameters, named by layer path) and
+``checkpoint.json`` (the seed, and the size and CRC-32 of each file); Rust
+writes the folder and replaces it atomically as a whole.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from verjus import _verjus
-from verjus._files import write_text_atomic
 from verjus.nn import Graph, Sequential
 
 __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
@@ -75,20 +76,17 @@ class Network:
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> Network:
-        """The network saved in ``folder`` by ``save``: definition and weights."""
-        folder = Path(folder)
-        net = cls.from_def(folder / DEFINITION_FILE)
-        net.load_weights(folder / WEIGHTS_FILE)
-        return net
+        """The network saved in ``folder`` by ``save`` (or the network of a training
+        checkpoint): definition, seed and weights, all checked before it is built.
+        A broken folder raises ``OSError`` or ``ValueError`` naming the file."""
+        return cls(_verjus.Network.load(os.fspath(folder)))
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Writes ``network.json`` and ``weights.safetensors`` into ``folder``
-        (created if needed), each atomically. Returns the folder."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(folder / DEFINITION_FILE, self.to_json() + "\n")
-        self.save_weights(folder / WEIGHTS_FILE)
-        return folder
+        """Saves the network as the folder ``folder`` (``network.json``,
+        ``weights.safetensors``, ``checkpoint.json``), replacing it atomically;
+        other files in it are kept. Returns the folder."""
+        self._native.save(os.fspath(folder))
+        return Path(folder)
 
     # -- the definition --------------------------------------------------------
 

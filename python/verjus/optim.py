@@ -209,3 +209,43 @@ class AdamW(Adam):
             schedule=schedule,
             clip_norm=clip_norm,
         )
+
+
+def from_config(config: dict[str, Any]) -> Optimizer:
+    """The optimizer of a Rust ``SolverConfig`` (JSON-ready data, as ``config()``
+    writes it; ``Trainer.resume`` reads it from a checkpoint)."""
+    schedule = _schedule_from_config(config.get("schedule", "Constant"))
+    clip_norm = config.get("clip_norm")
+    ((kind, rule),) = config["rule"].items()
+    if kind == "Sgd":
+        return SGD(
+            lr=rule["lr"],
+            momentum=rule["momentum"],
+            dampening=rule["dampening"],
+            nesterov=rule["nesterov"],
+            weight_decay=rule["weight_decay"],
+            schedule=schedule,
+            clip_norm=clip_norm,
+        )
+    if kind == "Adam":
+        cls = AdamW if rule["decoupled"] else Adam
+        return cls(
+            lr=rule["lr"],
+            betas=(rule["beta1"], rule["beta2"]),
+            eps=rule["eps"],
+            weight_decay=rule["weight_decay"],
+            schedule=schedule,
+            clip_norm=clip_norm,
+        )
+    raise ValueError(f"unknown update rule {kind!r}")
+
+
+def _schedule_from_config(config: Any) -> Schedule:
+    if config == "Constant":
+        return Constant()
+    ((kind, fields),) = config.items()
+    if kind == "Step":
+        return StepLR(fields["step_size"], fields["gamma"])
+    if kind == "Cosine":
+        return CosineWarmup(fields["warmup_steps"], fields["total_steps"], fields["min_lr"])
+    raise ValueError(f"unknown learning-rate schedule {kind!r}")

@@ -9,11 +9,19 @@ progress bar (tqdm, on stderr, and only when stderr is a terminal).
     trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3), loss="cross_entropy")
     history = trainer.fit(x, y, epochs=5, batch_size=128, validation_data=(xt, yt))
     history["val_accuracy"]  # one value per epoch
+
+``save_checkpoint(folder)`` saves everything a run needs to go on exactly as
+it would have (network, weights, solver moments and step counts, schedule
+position, dropout stream position) as one folder, replaced atomically;
+``Trainer.resume(folder)`` continues it, bit for bit on the CPU. ``fit``
+draws each epoch's shuffle from ``seed + epoch``, so a run resumed at an
+epoch boundary continues with ``fit(..., seed=seed + epochs_done)``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,7 +34,7 @@ from tqdm.auto import tqdm
 
 from verjus import _verjus
 from verjus.network import Network
-from verjus.optim import Optimizer
+from verjus.optim import Optimizer, from_config
 
 __all__ = ["LOSSES", "Callback", "History", "Metrics", "Trainer"]
 
@@ -168,6 +176,27 @@ class Trainer:
         self._native = _verjus.Trainer(
             network._native, optimizer.to_json(), _loss_json(loss, label_smoothing), device
         )
+
+    @classmethod
+    def resume(cls, folder: str | os.PathLike[str], *, device: str = "cpu") -> Trainer:
+        """A trainer continuing the checkpoint ``folder`` (written by
+        ``save_checkpoint``) on ``device``, with a new ``network``. Every file is
+        checked first; a broken checkpoint raises ``OSError`` or ``ValueError``
+        naming the file."""
+        native = _verjus.Trainer.resume(os.fspath(folder), device)
+        trainer = cls.__new__(cls)
+        trainer.network = Network(native.network)
+        trainer.optimizer = from_config(json.loads(native.solver_json()))
+        trainer.device = device
+        trainer.stop_training = False
+        trainer._native = native
+        return trainer
+
+    def save_checkpoint(self, folder: str | os.PathLike[str]) -> None:
+        """Saves the training state as the folder ``folder``, replacing it
+        atomically; files in it that are not the checkpoint's own (such as a
+        run's ``metrics.jsonl``) are kept."""
+        self._native.save_checkpoint(os.fspath(folder))
 
     @property
     def step(self) -> int:

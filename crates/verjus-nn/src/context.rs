@@ -119,6 +119,13 @@ impl Context {
         self.step
     }
 
+    /// Moves the dropout stream to `step` (the next training forward uses
+    /// `step + 1`): a [`crate::Trainer`] keeps one position across all its
+    /// contexts, so a resumed run draws the masks an uninterrupted one would.
+    pub fn set_step(&mut self, step: u64) {
+        self.step = step;
+    }
+
     /// Output `i` of the last forward pass, `[batch] + unit shape`.
     ///
     /// # Panics

@@ -19,7 +19,12 @@
 //! Weights: [`weights`] reads and writes safetensors (named by parameter,
 //! PyTorch's layout), [`Network::load_parameters`] replaces parameters by name
 //! after checking all of them, and [`write_atomic`] saves files so that a crash
-//! never leaves a torn one.
+//! never leaves a torn one. [`checkpoint`]: a network ([`Network::save`]) or a
+//! training run ([`Trainer::save_checkpoint`], [`Trainer::resume`]) as one
+//! folder, replaced atomically as a whole.
+//!
+//! Serving: the hot-swap [`Runner`] swaps networks under load, from memory or
+//! from a checkpoint folder, and can [`Runner::watch`] a folder for new ones.
 //!
 //! Gradients are summed wherever they meet (fan-outs, shared parameters), and
 //! parameter gradients are sums over the batch: a solver divides by the batch
@@ -48,11 +53,13 @@
 //! ```
 
 mod atomic;
+pub mod checkpoint;
 mod context;
 pub mod data;
 pub mod def;
 mod descriptor;
 mod exec;
+mod folder;
 mod gradplan;
 mod graph;
 mod layers;
@@ -63,6 +70,7 @@ mod parameter;
 mod runner;
 pub mod solver;
 mod trainer;
+mod watch;
 pub mod weights;
 
 pub use atomic::write_atomic;
@@ -74,3 +82,4 @@ pub use network::Network;
 pub use parameter::Parameter;
 pub use runner::{check_compatible, Runner, Served};
 pub use trainer::{Metrics, Trainer};
+pub use watch::{WatchEvent, Watcher};

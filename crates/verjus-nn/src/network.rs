@@ -191,6 +191,12 @@ impl Network {
         })
     }
 
+    /// The seed the parameters were drawn from; it also keys the dropout
+    /// streams of this network's contexts.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// The definition this network was built from.
     pub fn def(&self) -> &NetworkDef {
         &self.def

@@ -11,11 +11,16 @@
 //! does not fit is refused with an error naming the mismatch, and the old
 //! network keeps serving.
 //!
+//! [`Runner::swap_from`] loads a checkpoint folder (built, weights loaded,
+//! everything checked) and swaps it in; [`Runner::watch`] does so whenever
+//! the folder changes.
+//!
 //! The static graph makes this cheap and safe: a [`Network`] holds no
 //! per-invocation state, so one instance serves every thread, each call with a
 //! context of its own.
 
 use crate::network::Network;
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use verjus_core::{BackendRef, Error, Result, Tensor};
 
@@ -53,6 +58,13 @@ impl Runner {
                 generation: 0,
             })),
         })
+    }
+
+    /// A runner serving the network of the checkpoint (or network) folder
+    /// `folder`, loaded onto `be`'s device.
+    pub fn from_checkpoint(folder: &Path, be: BackendRef) -> Result<Runner> {
+        let network = Network::load(folder, &*be)?;
+        Runner::new(network, be)
     }
 
     /// The backend inference runs on.
@@ -93,6 +105,15 @@ impl Runner {
             generation,
         });
         Ok(generation)
+    }
+
+    /// Loads the checkpoint (or network) folder `folder` onto the runner's
+    /// device and swaps it in like [`Runner::swap`]. A folder that does not
+    /// load, or a network that does not fit, is an error and the old network
+    /// keeps serving.
+    pub fn swap_from(&self, folder: &Path) -> Result<u64> {
+        let network = Network::load(folder, &*self.be)?;
+        self.swap(network)
     }
 }
 

@@ -16,6 +16,13 @@
 //! predictions from `ops::argmax` on the device, reading back only the indices.
 //!
 //! The network's first output is the one the loss sees.
+//!
+//! The trainer, not a context, owns the position of the dropout stream: each
+//! step sets its context to the trainer's position before the forward pass
+//! and reads it back after, so the masks depend only on the network's seed and
+//! the number of training steps so far, whatever the batch sizes were. A
+//! checkpoint stores that position, and a resumed run draws the same masks as
+//! an uninterrupted one.
 
 use crate::context::Context;
 use crate::loss::Loss;
@@ -71,6 +78,8 @@ pub struct Trainer {
     loss: Loss,
     be: BackendRef,
     buffers: HashMap<usize, Buffers>,
+    /// Training forward passes so far: the dropout stream's position.
+    dropout_step: u64,
 }
 
 impl Trainer {
@@ -82,7 +91,23 @@ impl Trainer {
             loss,
             be,
             buffers: HashMap::new(),
+            dropout_step: 0,
         }
+    }
+
+    /// The loss.
+    pub fn loss(&self) -> Loss {
+        self.loss
+    }
+
+    /// The dropout stream's position: training forward passes so far.
+    pub fn dropout_step(&self) -> u64 {
+        self.dropout_step
+    }
+
+    /// Moves the dropout stream (when restoring a checkpoint).
+    pub fn set_dropout_step(&mut self, step: u64) {
+        self.dropout_step = step;
     }
 
     /// The network.
@@ -146,9 +171,11 @@ impl Trainer {
         let be: &dyn Backend = &*self.be;
         let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
         bufs.ctx.set_train(true);
+        bufs.ctx.set_step(self.dropout_step);
         let x = on_device(be, x, &mut bufs.x)?;
         let y = on_device(be, y, &mut bufs.y)?;
         self.net.compute_output(be, &mut bufs.ctx, &[x])?;
+        self.dropout_step = bufs.ctx.step();
         let out = bufs.ctx.output(0);
         let loss_grad = fit(be, &mut bufs.loss_grad, out.shape(), DType::F32)?;
         let loss = self.loss.compute(be, out, y, Some(&mut *loss_grad))?;

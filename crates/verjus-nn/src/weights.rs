@@ -9,10 +9,9 @@
 //! [`Error::File`] naming the file. Writing goes through [`write_atomic`].
 
 use crate::atomic::write_atomic;
+use crate::checkpoint::read_bounded;
 use crate::network::Network;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 use verjus_core::{ops, Backend, DType, Device, Error, Result, Shape, Tensor};
 
@@ -77,19 +76,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<(String, Tensor)>> {
 
 /// Reads the safetensors file at `path` into named host tensors.
 pub fn load_file(path: &Path) -> Result<Vec<(String, Tensor)>> {
-    let io = |what: &str, e: std::io::Error| Error::file(path, format!("cannot {what}: {e}"));
-    let file = File::open(path).map_err(|e| io("open", e))?;
-    let len = file.metadata().map_err(|e| io("read the size", e))?.len();
-    let len = usize::try_from(len).map_err(|_| Error::file(path, "the file is too large"))?;
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(len)
-        .map_err(|e| Error::file(path, format!("cannot allocate {len} bytes: {e}")))?;
-    // `take` bounds the read by the size checked above, even if the file grows.
-    file.take(len as u64)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io("read", e))?;
-    decode(path, &bytes)
+    decode(path, &read_bounded(path, None)?)
 }
 
 /// Writes `named` to `path` as safetensors, atomically.

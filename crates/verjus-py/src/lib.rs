@@ -6,8 +6,9 @@
 //! [`Error`](verjus::Error) into a Python exception (see `error.rs`); nothing here
 //! panics on user input.
 //!
-//! - `network.rs`, `trainer.rs`, `dataset.rs`: the classes `Network`, `Trainer`,
-//!   `Dataset`; a network and its trainers share one model (`shared.rs`);
+//! - `network.rs`, `trainer.rs`, `dataset.rs`, `runner.rs`: the classes
+//!   `Network`, `Trainer`, `Dataset`, `Runner`; a network and its trainers
+//!   share one model (`shared.rs`);
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
 //! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`.
 
@@ -17,6 +18,7 @@ mod dataset;
 mod error;
 mod linalg;
 mod network;
+mod runner;
 mod shared;
 mod trainer;
 
@@ -46,5 +48,6 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<network::Network>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<trainer::Trainer>()?;
+    m.add_class::<runner::Runner>()?;
     Ok(())
 }

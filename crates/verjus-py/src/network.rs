@@ -33,6 +33,20 @@ struct DescriptorData {
 }
 
 impl Network {
+    /// A copy of the network on the CPU (definition, seed and weights), for a
+    /// `Runner`, which owns what it serves.
+    pub(crate) fn copy(&self, py: Python<'_>) -> PyResult<verjus::nn::Network> {
+        self.with_net(py, |net, be| {
+            let cpu = verjus::backend(Device::Cpu).map_err(to_py_err)?;
+            let named = net.named_parameters_host(&**be).map_err(to_py_err)?;
+            let mut copy = verjus::nn::Network::build(net.def().clone(), &*cpu, net.seed())
+                .map_err(to_py_err)?;
+            copy.load_parameters(&*cpu, named, true)
+                .map_err(to_py_err)?;
+            Ok(copy)
+        })
+    }
+
     /// Runs `f` on the network with the GIL released and the read lock held.
     fn with_net<T: Send>(
         &self,
@@ -47,7 +61,12 @@ impl Network {
     }
 
     /// Replaces parameters by name (see `load_state_dict`), GIL released.
-    fn load(&self, py: Python<'_>, named: Vec<(String, Tensor)>, strict: bool) -> PyResult<()> {
+    fn load_named(
+        &self,
+        py: Python<'_>,
+        named: Vec<(String, Tensor)>,
+        strict: bool,
+    ) -> PyResult<()> {
         py.detach(|| {
             let mut model = shared::write(&self.model)?;
             let (net, be) = model.network_mut()?;
@@ -210,7 +229,24 @@ impl Network {
             let tensor = convert::floats(&format!("parameter {name:?}"), &value)?.to_tensor()?;
             named.push((name, tensor));
         }
-        self.load(py, named, strict)
+        self.load_named(py, named, strict)
+    }
+
+    /// Loads a network folder (`save`'s, or a training checkpoint) onto the CPU.
+    #[staticmethod]
+    fn load(py: Python<'_>, folder: PathBuf) -> PyResult<Network> {
+        let net = py.detach(|| {
+            let be = verjus::backend(Device::Cpu)?;
+            verjus::nn::Network::load(&folder, &*be)
+        });
+        Ok(Network {
+            model: shared::new_shared(net.map_err(to_py_err)?)?,
+        })
+    }
+
+    /// Saves the definition and weights as the folder `folder`, atomically.
+    fn save(&self, py: Python<'_>, folder: PathBuf) -> PyResult<()> {
+        self.with_net(py, |net, be| net.save(&folder, &**be).map_err(to_py_err))
     }
 
     /// Writes the parameters as safetensors, atomically.
@@ -225,7 +261,7 @@ impl Network {
     fn load_weights(&self, py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<()> {
         // Read and check the file before taking the lock.
         let named = py.detach(|| weights::load_file(&path)).map_err(to_py_err)?;
-        self.load(py, named, strict)
+        self.load_named(py, named, strict)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

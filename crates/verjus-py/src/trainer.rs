@@ -10,9 +10,11 @@ use crate::convert;
 use crate::dataset::Dataset;
 use crate::error::{json_err, to_py_err};
 use crate::network::Network;
-use crate::shared::{self, Shared};
+use crate::shared::{self, Model, Shared};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 use verjus::nn::solver::{Solver, SolverConfig};
 use verjus::nn::{Loss, Metrics, Trainer as NnTrainer};
 use verjus::{BackendRef, Device, Tensor};
@@ -76,6 +78,36 @@ impl Trainer {
             id,
             network: network.unbind(),
         })
+    }
+
+    /// A trainer continuing the checkpoint in `folder` on `device`, with a new
+    /// network (its `network`).
+    #[staticmethod]
+    #[pyo3(signature = (folder, device = "cpu"))]
+    fn resume(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Trainer> {
+        let device: Device = device.parse().map_err(to_py_err)?;
+        let trainer = py.detach(|| {
+            let be = verjus::backend(device)?;
+            NnTrainer::resume(&folder, be)
+        });
+        let id = shared::next_trainer_id();
+        let model: Shared = Arc::new(RwLock::new(Model::Training {
+            trainer: Box::new(trainer.map_err(to_py_err)?),
+            owner: id,
+        }));
+        let network = Py::new(
+            py,
+            Network {
+                model: Shared::clone(&model),
+            },
+        )?;
+        Ok(Trainer { model, id, network })
+    }
+
+    /// Saves a training checkpoint as the folder `folder`, atomically,
+    /// keeping the folder's other files.
+    fn save_checkpoint(&self, py: Python<'_>, folder: PathBuf) -> PyResult<()> {
+        self.with_trainer(py, |t| t.save_checkpoint(&folder).map_err(to_py_err))
     }
 
     /// The network this trainer trains (the same object it was made with).

@@ -1,12 +1,15 @@
 //! Integration tests of verjus-nn on the native backend: gradients against
 //! finite differences for every layer, gradient sums at fan-outs and shared
-//! parameters, batch sizes, dropout modes, losses, definition errors and the
-//! example networks. (One test binary, so the helpers compile once.)
+//! parameters, batch sizes, dropout modes, losses, definition errors, the
+//! example networks, checkpoints and fuzzing of every loader. (One test
+//! binary, so the helpers compile once.)
 
+mod checkpoint;
 mod common;
 mod dropout;
 mod errors;
 mod examples;
+mod fuzz;
 mod gradcheck;
 mod losses;
 mod runner;

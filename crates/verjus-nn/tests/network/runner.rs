@@ -164,3 +164,65 @@ fn stress_four_threads_while_fifty_swaps_happen() {
     );
     assert_eq!(runner.generation(), SWAPS as u64);
 }
+
+#[test]
+fn swap_from_and_watch_load_checkpoints_and_refuse_bad_ones() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    use verjus_nn::WatchEvent;
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("serving");
+    let native = NativeBackend::new();
+    let x = rand_tensor(&native, &[3, 12], 4);
+    let (a, b) = (build(MLP, 1), build(WIDE, 2));
+    a.save(&folder, &native).unwrap();
+    let runner = Arc::new(Runner::from_checkpoint(&folder, backend()).unwrap());
+    assert_eq!(
+        host(&native, &runner.infer(&[&x]).unwrap().0[0]),
+        outputs_of(&a, &x)
+    );
+
+    let (tx, rx) = mpsc::channel();
+    let watcher = runner
+        .watch(&folder, Duration::from_millis(10), move |e| {
+            tx.send(e).unwrap();
+        })
+        .unwrap();
+    b.save(&folder, &native).unwrap();
+    let event = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(
+        matches!(event, WatchEvent::Swapped { generation: 1 }),
+        "{event:?}"
+    );
+    assert_eq!(
+        host(&native, &runner.infer(&[&x]).unwrap().0[0]),
+        outputs_of(&b, &x)
+    );
+
+    // A network that does not fit is refused, and b keeps serving.
+    let other = build(
+        r#"{"inputs": [{"name": "x", "shape": [12]}],
+            "layers": [{"name": "fc2", "type": "Linear", "out_features": 3}]}"#,
+        3,
+    );
+    other.save(&folder, &native).unwrap();
+    match rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+        WatchEvent::Refused { error } => assert!(error.to_string().contains("[4]"), "{error}"),
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(runner.generation(), 1);
+    drop(watcher);
+    let err = runner.swap_from(&dir.path().join("missing")).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+    assert_eq!(
+        runner.swap_from(&folder).unwrap_err().to_string(),
+        runner
+            .swap(build(
+                r#"{"inputs": [{"name": "x", "shape": [12]}],
+            "layers": [{"name": "fc2", "type": "Linear", "out_features": 3}]}"#,
+                3,
+            ))
+            .unwrap_err()
+            .to_string()
+    );
+}

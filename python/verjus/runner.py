@@ -1,0 +1,89 @@
+"""``verjus.Runner``: serving inference while the network is swapped.
+
+A runner serves one network (a copy it owns) on the CPU. ``infer`` can be
+called from many threads at once: it releases the GIL and runs with no lock
+around the computation. ``swap`` and ``swap_from`` replace the served network
+with one that has the same inputs and outputs (names and shapes); one that
+does not fit raises ``ValueError`` naming the mismatch, and the old network
+keeps serving. ``watch`` polls a checkpoint folder and swaps in each new
+version of it.
+
+    runner = verjus.Runner.from_checkpoint("runs/mlp")
+    runner.watch("runs/mlp", interval=1.0, on_event=print)
+    logits = runner.infer(images)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from verjus import _verjus
+from verjus.network import Network
+
+__all__ = ["Runner"]
+
+
+class Runner:
+    """Serves ``network`` (copied; training it later does not change what is served)."""
+
+    def __init__(self, network: Network) -> None:
+        if not isinstance(network, Network):
+            raise TypeError(f"network must be a verjus.Network, got {type(network).__name__}")
+        self._native = _verjus.Runner(network._native)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike[str]) -> Runner:
+        """A runner serving the network saved in ``path`` (a network folder or a
+        training checkpoint)."""
+        runner = cls.__new__(cls)
+        runner._native = _verjus.Runner.from_checkpoint(os.fspath(path))
+        return runner
+
+    @property
+    def generation(self) -> int:
+        """0 for the first network, +1 for each swap."""
+        return self._native.generation
+
+    def infer(self, *inputs: npt.ArrayLike) -> Any:
+        """Inference on one batch (one array per network input) with the network
+        served now. Returns one float32 array, or a tuple for several outputs."""
+        outputs, _ = self._native.infer(list(inputs))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def infer_with_generation(
+        self, *inputs: npt.ArrayLike
+    ) -> tuple[list[npt.NDArray[np.float32]], int]:
+        """``infer``'s outputs (always a list) and the generation that computed them."""
+        return self._native.infer(list(inputs))
+
+    def swap(self, network: Network) -> int:
+        """Serves a copy of ``network`` from now on; returns the new generation."""
+        return self._native.swap(network._native)
+
+    def swap_from(self, path: str | os.PathLike[str]) -> int:
+        """Loads the checkpoint folder ``path`` and serves it from now on."""
+        return self._native.swap_from(os.fspath(path))
+
+    def watch(
+        self,
+        path: str | os.PathLike[str],
+        interval: float = 1.0,
+        on_event: Callable[[dict[str, Any]], object] | None = None,
+    ) -> None:
+        """Polls ``path`` every ``interval`` seconds and swaps in each new version.
+        ``on_event`` receives ``{"event": "swapped", "generation": n}`` or
+        ``{"event": "refused", "error": message}`` (refusals go to stderr without
+        it); it runs on the watcher's thread."""
+        self._native.watch(os.fspath(path), interval, on_event)
+
+    def stop_watching(self) -> None:
+        """Stops watching; returns once the watcher has stopped."""
+        self._native.stop_watching()
+
+    def __repr__(self) -> str:
+        return f"Runner(generation={self.generation})"
