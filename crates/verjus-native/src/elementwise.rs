@@ -5,7 +5,8 @@
 //! from the reference, except that exp, log, sigmoid, tanh and GELU use the
 //! vectorisable versions in [`crate::vmath`] (a few ulp from the same values,
 //! several times faster than the library's scalar calls), and unary loops are
-//! compiled for the CPU's vector width by [`simd`].
+//! compiled for the CPU's vector width by [`simd`]. ReLU's backward has its own
+//! loop that reads `y` instead of `x` (see [`relu_backward`]).
 //!
 //! To keep the `match op` out of the inner loops, the `specialise_*` macros
 //! run a loop body once per op variant with the variant rebuilt as a constant
@@ -229,6 +230,10 @@ pub(crate) fn unary_backward(
         dy.as_slice::<f32>()?,
     );
     let dx = dx.as_mut_slice::<f32>()?;
+    if op == UnaryOp::Relu {
+        relu_backward(y, dy, dx);
+        return Ok(());
+    }
     let cost = unary_cost(op);
     specialise_unary!(op, k => for_rows(dx, 1, cost, |start, out| {
         let r = start..start + out.len();
@@ -240,6 +245,24 @@ pub(crate) fn unary_backward(
         });
     }));
     Ok(())
+}
+
+/// `dx = dy * relu'(x)` read from `y` alone: `y > 0` exactly where `x > 0`
+/// (`max(x, 0)` is 0 for NaN, and `NaN > 0` is false), so the input need not be
+/// streamed in. ReLU backward is bandwidth-bound on large activations, and one
+/// input stream fewer is a quarter less traffic.
+fn relu_backward(y: &[f32], dy: &[f32], dx: &mut [f32]) {
+    for_rows(dx, 1, 1, |start, out| {
+        let r = start..start + out.len();
+        simd(
+            #[inline(always)]
+            || {
+                for (o, (&yv, &g)) in out.iter_mut().zip(y[r.clone()].iter().zip(&dy[r])) {
+                    *o = g * if yv > 0.0 { 1.0 } else { 0.0 };
+                }
+            },
+        );
+    });
 }
 
 /// The output axes of a broadcast, coalesced into runs (see the module docs).
