@@ -1,0 +1,8 @@
+//! Tests of the RF core on the native backend: golden values (`golden.rs`),
+//! finite-difference gradients through the tape (`grads.rs`), and the
+//! batched-vs-single-entry check for each op (`single_entry.rs`).
+
+mod common;
+mod golden;
+mod grads;
+mod single_entry;
