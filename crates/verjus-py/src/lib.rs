@@ -9,7 +9,9 @@
 //! - `network.rs`, `trainer.rs`, `dataset.rs`: the classes `Network`, `Trainer`,
 //!   `Dataset`; a network and its trainers share one model (`shared.rs`);
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
-//! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`.
+//! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
+//! - `rf/`: the RF frontend's `Dim`, `Tensor` and `rf_*` ops (re-exported by
+//!   `verjus.rf`).
 
 mod convert;
 mod data;
@@ -17,6 +19,7 @@ mod dataset;
 mod error;
 mod linalg;
 mod network;
+mod rf;
 mod shared;
 mod trainer;
 
@@ -46,5 +49,6 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<network::Network>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<trainer::Trainer>()?;
+    rf::register(m)?;
     Ok(())
 }
