@@ -191,6 +191,17 @@ class Dim:
 class Tensor:
     """A tensor whose axes are named by dims; operators combine by dims."""
 
+    def __init__(self, source: Tensor) -> None:
+        """Another handle to ``source`` (for subclasses such as ``rf.Parameter``)."""
+    def backward(self) -> None:
+        """Adds ``d self / d p`` to ``p.grad`` for every leaf ``p`` (one-element ``self``)."""
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient ``backward`` accumulated (leaves only), with this tensor's dims."""
+    def zero_grad(self) -> None: ...
+    def assign(self, array: npt.NDArray[np.float32]) -> None:
+        """Replaces a leaf's values (same shape, float32)."""
+
     @property
     def dims(self) -> tuple[Dim, ...]: ...
     @property
@@ -290,3 +301,10 @@ def rf_sequence_mask(dims: Dim | Sequence[Dim]) -> Tensor: ...
 def rf_range_over_dim(dim: Dim) -> Tensor: ...
 def rf_gradient(y: Tensor, x: Tensor) -> Tensor:
     """``dy/dx`` for a one-element ``y``, with ``x``'s dims (zeros if unrelated)."""
+
+def rf_gather(source: Tensor, *, indices: Tensor, axis: Dim) -> Tensor: ...
+def rf_one_hot(source: Tensor) -> Tensor: ...
+def rf_cross_entropy(
+    *, estimated: Tensor, target: Tensor, axis: Dim, estimated_type: str
+) -> Tensor:
+    """``-log p(target)``; ``estimated_type`` is ``"logits"``, ``"log-probs"`` or ``"probs"``."""

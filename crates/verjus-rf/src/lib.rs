@@ -27,6 +27,8 @@
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
+//! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
+//!   against sparse targets;
 //! - `unary.rs`: activations and elementwise functions, [`cast`],
 //!   [`stop_gradient`], [`gradient`].
 //!
@@ -40,6 +42,8 @@ mod align;
 mod binary;
 mod dim;
 mod dtype;
+mod index;
+mod loss;
 mod mask;
 mod matmul;
 mod reduce;
@@ -50,6 +54,8 @@ mod unary;
 pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
 pub use dim::{batch_dim, fmt_dims, Dim};
 pub use dtype::RfDType;
+pub use index::{gather, one_hot};
+pub use loss::{cross_entropy, EstimatedType};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
 pub use reduce::{argmax, reduce, ReduceMode};

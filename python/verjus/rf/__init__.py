@@ -22,7 +22,11 @@ every op runs there on the autograd tape with the GIL released.
 - elementwise ``relu``, ``gelu``, ``sigmoid``, ``tanh``, ``exp``, ``log``,
   ``sqrt``, ``rsqrt``, ``abs``, ``square``, ``safe_log``; ``cast``,
   ``stop_gradient``; ``sequence_mask``, ``range_over_dim``;
-- ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims.
+- ``gather(source, indices=, axis=)``, ``one_hot``, ``cross_entropy(estimated=,
+  target=, axis=, estimated_type=)`` against sparse targets;
+- ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
+  ``loss.backward()`` fills ``param.grad``;
+- ``Module``, ``Parameter``, ``Linear`` (``verjus.rf.module``).
 """
 
 from __future__ import annotations
@@ -38,13 +42,16 @@ from verjus._verjus import rf_batch_dim as batch_dim
 from verjus._verjus import rf_cast as cast
 from verjus._verjus import rf_combine as combine
 from verjus._verjus import rf_compare as compare
+from verjus._verjus import rf_cross_entropy as cross_entropy
 from verjus._verjus import rf_exp as exp
 from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus._verjus import rf_gather as gather
 from verjus._verjus import rf_gelu as gelu
 from verjus._verjus import rf_gradient as gradient
 from verjus._verjus import rf_log as log
 from verjus._verjus import rf_log_softmax as log_softmax
 from verjus._verjus import rf_matmul as matmul
+from verjus._verjus import rf_one_hot as one_hot
 from verjus._verjus import rf_range_over_dim as range_over_dim
 from verjus._verjus import rf_reduce_argmax as reduce_argmax
 from verjus._verjus import rf_reduce_logsumexp as reduce_logsumexp
@@ -63,9 +70,13 @@ from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
+from verjus.rf.module import Linear, Module, Parameter
 
 __all__ = [
     "Dim",
+    "Linear",
+    "Module",
+    "Parameter",
     "Tensor",
     "abs",
     "batch_dim",
@@ -73,12 +84,15 @@ __all__ = [
     "combine",
     "compare",
     "convert_to_tensor",
+    "cross_entropy",
     "exp",
+    "gather",
     "gelu",
     "gradient",
     "log",
     "log_softmax",
     "matmul",
+    "one_hot",
     "range_over_dim",
     "reduce_argmax",
     "reduce_logsumexp",

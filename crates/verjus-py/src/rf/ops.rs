@@ -261,6 +261,38 @@ fn rf_gradient(
     run(py, move || rf::gradient(&y, &x))
 }
 
+#[pyfunction]
+#[pyo3(signature = (source, *, indices, axis))]
+fn rf_gather(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    indices: PyRef<'_, PyTensor>,
+    axis: PyRef<'_, PyDim>,
+) -> PyResult<PyTensor> {
+    let (x, i, axis) = (source.0.clone(), indices.0.clone(), axis.0.clone());
+    run(py, move || rf::gather(&x, &i, &axis))
+}
+
+#[pyfunction]
+fn rf_one_hot(py: Python<'_>, source: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    let x = source.0.clone();
+    run(py, move || rf::one_hot(&x))
+}
+
+#[pyfunction]
+#[pyo3(signature = (*, estimated, target, axis, estimated_type))]
+fn rf_cross_entropy(
+    py: Python<'_>,
+    estimated: PyRef<'_, PyTensor>,
+    target: PyRef<'_, PyTensor>,
+    axis: PyRef<'_, PyDim>,
+    estimated_type: &str,
+) -> PyResult<PyTensor> {
+    let kind = rf::EstimatedType::parse(estimated_type).map_err(to_py_err)?;
+    let (x, t, axis) = (estimated.0.clone(), target.0.clone(), axis.0.clone());
+    run(py, move || rf::cross_entropy(&x, &t, &axis, kind))
+}
+
 /// Adds the functions to `m`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_from_numpy, m)?)?;
@@ -292,5 +324,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_sequence_mask, m)?)?;
     m.add_function(wrap_pyfunction!(rf_range_over_dim, m)?)?;
     m.add_function(wrap_pyfunction!(rf_gradient, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_gather, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_one_hot, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_cross_entropy, m)?)?;
     Ok(())
 }

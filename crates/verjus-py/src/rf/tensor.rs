@@ -15,7 +15,7 @@ use verjus::rf::{RfDType, RfTensor};
 use verjus::Tensor;
 
 /// A tensor whose axes are named by dims (see `verjus.rf`).
-#[pyclass(name = "Tensor", module = "verjus.rf", frozen)]
+#[pyclass(name = "Tensor", module = "verjus.rf", frozen, subclass)]
 #[derive(Clone)]
 pub(crate) struct PyTensor(pub(crate) RfTensor);
 
@@ -69,6 +69,51 @@ pub(crate) fn rf_from_numpy(
 
 #[pymethods]
 impl PyTensor {
+    /// Another handle to `source` (so that Python subclasses such as
+    /// `rf.Parameter` can wrap a tensor).
+    #[new]
+    fn new(source: PyRef<'_, PyTensor>) -> PyTensor {
+        PyTensor(source.0.clone())
+    }
+
+    /// Backpropagates from this one-element tensor: adds `d self / d p` to
+    /// the `grad` of every leaf `p` it depends on (parameters).
+    fn backward(&self, py: Python<'_>) -> PyResult<()> {
+        let var = self.0.var().clone();
+        py.detach(move || var.backward()).map_err(to_py_err)
+    }
+
+    /// The gradient accumulated by `backward` (leaves only), with this
+    /// tensor's dims; None before any.
+    #[getter]
+    fn grad(&self) -> PyResult<Option<PyTensor>> {
+        let Some(g) = self.0.var().grad() else {
+            return Ok(None);
+        };
+        let be = self.0.backend().clone();
+        let g = verjus::core::autograd::Var::constant(
+            verjus::ops::download(&*be, &g).map_err(to_py_err)?,
+            be,
+        )
+        .map_err(to_py_err)?;
+        RfTensor::new(g, self.0.dims().to_vec(), RfDType::Float32)
+            .map(|t| Some(PyTensor(t)))
+            .map_err(to_py_err)
+    }
+
+    /// Clears the accumulated gradient.
+    fn zero_grad(&self) {
+        self.0.var().zero_grad();
+    }
+
+    /// Replaces the values of a leaf (a parameter) by `array` (float32, the
+    /// same shape); graphs recorded before keep the old values.
+    fn assign(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = host::<f32>(array)?;
+        let var = self.0.var().clone();
+        py.detach(move || var.set_value(value)).map_err(to_py_err)
+    }
+
     /// The dims, in raw-axis order.
     #[getter]
     fn dims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -1,8 +1,10 @@
 //! Tests of the RF core on the native backend: golden values (`golden.rs`),
-//! finite-difference gradients through the tape (`grads.rs`), and the
+//! finite-difference gradients through the tape (`grads.rs`), gather and
+//! cross-entropy (`index_loss.rs`), and the
 //! batched-vs-single-entry check for each op (`single_entry.rs`).
 
 mod common;
 mod golden;
 mod grads;
+mod index_loss;
 mod single_entry;

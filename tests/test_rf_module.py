@@ -1,0 +1,81 @@
+"""verjus.rf: gather, one_hot, cross_entropy; Parameter, Module, Linear and
+loss.backward() filling param.grad."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verjus import rf
+
+
+def test_gather_one_hot_and_cross_entropy() -> None:
+    vocab, emb, classes = rf.Dim(4, name="vocab"), rf.Dim(2, name="emb"), rf.Dim(3, name="classes")
+    table = rf.convert_to_tensor(np.arange(8.0).reshape(4, 2), dims=[vocab, emb])
+    ids = rf.convert_to_tensor([3, 0], dims=[rf.batch_dim], dtype="int64", sparse_dim=vocab)
+    y = rf.gather(table, indices=ids, axis=vocab)
+    assert y.dims == (rf.batch_dim, emb)
+    np.testing.assert_array_equal(y.numpy(), [[6, 7], [0, 1]])
+    target = rf.convert_to_tensor([2, 0], dims=[rf.batch_dim], dtype="int64", sparse_dim=classes)
+    np.testing.assert_array_equal(rf.one_hot(target).numpy(), [[0, 0, 1], [1, 0, 0]])
+    logits = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]], np.float32)
+    x = rf.convert_to_tensor(logits, dims=[rf.batch_dim, classes])
+    ce = rf.cross_entropy(estimated=x, target=target, axis=classes, estimated_type="logits")
+    lse = np.log(np.exp(logits).sum(axis=1))
+    np.testing.assert_allclose(ce.numpy(), lse - [3.0, 0.5], rtol=1e-6)
+    with pytest.raises(ValueError, match="estimated_type"):
+        rf.cross_entropy(estimated=x, target=target, axis=classes, estimated_type="scores")
+
+
+class Mlp(rf.Module):
+    def __init__(self, in_dim: rf.Dim, hidden: rf.Dim, out_dim: rf.Dim) -> None:
+        self.first = rf.Linear(in_dim, hidden, seed=1)
+        self.second = rf.Linear(hidden, out_dim, seed=2)
+
+    def __call__(self, x: rf.Tensor) -> rf.Tensor:
+        return self.second(rf.tanh(self.first(x)))
+
+
+def test_linear_backward_fills_grads_and_sgd_learns() -> None:
+    feat, hidden, classes = rf.Dim(4, name="feat"), rf.Dim(8, name="hidden"), rf.Dim(3, name="c")
+    model = Mlp(feat, hidden, classes)
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["first.weight", "first.bias", "second.weight", "second.bias"]
+    assert all(isinstance(p, rf.Parameter) and p.requires_grad for p in model.parameters())
+
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((16, 4)).astype(np.float32)
+    labels = (xv[:, 0] > 0).astype(np.int64) + (xv[:, 1] > 0)
+    x = rf.convert_to_tensor(xv, dims=[rf.batch_dim, feat])
+    target = rf.convert_to_tensor(labels, dims=[rf.batch_dim], sparse_dim=classes)
+
+    def loss() -> rf.Tensor:
+        ce = rf.cross_entropy(
+            estimated=model(x), target=target, axis=classes, estimated_type="logits"
+        )
+        return rf.reduce_mean(ce, axis=rf.batch_dim)
+
+    # The Linear's output matches numpy, and its gradient the analytic one.
+    w = model.first.weight.numpy()
+    np.testing.assert_allclose(model.first(x).numpy(), xv @ w, rtol=1e-5, atol=1e-6)
+    first = loss()
+    first.backward()
+    w2 = model.second.weight
+    assert w2.grad is not None
+    assert w2.grad.dims == (hidden, classes)
+    h = np.tanh(xv @ w)
+    logits = h @ w2.numpy()
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[np.arange(16), labels] -= 1
+    np.testing.assert_allclose(w2.grad.numpy(), h.T @ p / 16, rtol=1e-4, atol=1e-6)
+
+    for _ in range(100):
+        for param in model.parameters():
+            param.zero_grad()
+        loss().backward()
+        for param in model.parameters():
+            param.assign(param.numpy() - 0.5 * param.grad.numpy())
+    assert float(loss().numpy()) < 0.5 * float(first.numpy())
+    with pytest.raises(ValueError, match="no static size"):
+        rf.Parameter([rf.batch_dim])
