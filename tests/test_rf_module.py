@@ -79,3 +79,19 @@ def test_linear_backward_fills_grads_and_sgd_learns() -> None:
     assert float(loss().numpy()) < 0.5 * float(first.numpy())
     with pytest.raises(ValueError, match="no static size"):
         rf.Parameter([rf.batch_dim])
+
+
+def test_concat_and_pad_return_new_dims() -> None:
+    f, g = rf.Dim(2, name="f"), rf.Dim(1, name="g")
+    x = rf.convert_to_tensor([[1.0, 2.0], [3.0, 4.0]], dims=[rf.batch_dim, f])
+    y = rf.convert_to_tensor([[10.0, 20.0]], dims=[g, rf.batch_dim])
+    z, d = rf.concat((x, f), (y, g))
+    assert (z.dims, d.dimension) == ((rf.batch_dim, d), 3)
+    np.testing.assert_array_equal(z.numpy(), [[1, 2, 10], [3, 4, 20]])
+    out = rf.Dim(3, name="out")
+    assert rf.concat((x, f), (y, g), out_dim=out)[1] == out
+    p, (pd,) = rf.pad(x, axes=[f], padding=[(1, 0)], value=-1.0)
+    assert (p.dims, pd.dimension) == ((rf.batch_dim, pd), 3)
+    np.testing.assert_array_equal(p.numpy(), [[-1, 1, 2], [-1, 3, 4]])
+    with pytest.raises(ValueError, match="joined size"):
+        rf.concat((x, f), out_dim=out)

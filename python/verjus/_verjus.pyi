@@ -308,3 +308,18 @@ def rf_cross_entropy(
     *, estimated: Tensor, target: Tensor, axis: Dim, estimated_type: str
 ) -> Tensor:
     """``-log p(target)``; ``estimated_type`` is ``"logits"``, ``"log-probs"`` or ``"probs"``."""
+
+def rf_concat(
+    *sources: tuple[Tensor, Dim], allow_broadcast: bool = False, out_dim: Dim | None = None
+) -> tuple[Tensor, Dim]:
+    """Joins static dims; returns the tensor and the new (or given) dim."""
+
+def rf_pad(
+    source: Tensor,
+    *,
+    axes: Dim | Sequence[Dim],
+    padding: Sequence[tuple[int, int]],
+    out_dims: Dim | Sequence[Dim] | None = None,
+    value: float = 0.0,
+) -> tuple[Tensor, list[Dim]]:
+    """Pads static dims with ``value``; returns the tensor and the new dims."""

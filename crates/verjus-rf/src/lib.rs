@@ -27,6 +27,7 @@
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
+//! - `concat.rs`: [`concat`] and [`pad`] (static dims), returning the new dim;
 //! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
 //!   against sparse targets;
 //! - `unary.rs`: activations and elementwise functions, [`cast`],
@@ -40,6 +41,7 @@
 
 mod align;
 mod binary;
+mod concat;
 mod dim;
 mod dtype;
 mod index;
@@ -52,6 +54,7 @@ mod tensor;
 mod unary;
 
 pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
+pub use concat::{concat, pad};
 pub use dim::{batch_dim, fmt_dims, Dim};
 pub use dtype::RfDType;
 pub use index::{gather, one_hot};

@@ -22,6 +22,8 @@ every op runs there on the autograd tape with the GIL released.
 - elementwise ``relu``, ``gelu``, ``sigmoid``, ``tanh``, ``exp``, ``log``,
   ``sqrt``, ``rsqrt``, ``abs``, ``square``, ``safe_log``; ``cast``,
   ``stop_gradient``; ``sequence_mask``, ``range_over_dim``;
+- ``concat((x, dim), (y, dim2), out_dim=None)`` and ``pad(x, axes=, padding=)``
+  (static dims for now) return the new dim(s) with the tensor;
 - ``gather(source, indices=, axis=)``, ``one_hot``, ``cross_entropy(estimated=,
   target=, axis=, estimated_type=)`` against sparse targets;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
@@ -42,6 +44,7 @@ from verjus._verjus import rf_batch_dim as batch_dim
 from verjus._verjus import rf_cast as cast
 from verjus._verjus import rf_combine as combine
 from verjus._verjus import rf_compare as compare
+from verjus._verjus import rf_concat as concat
 from verjus._verjus import rf_cross_entropy as cross_entropy
 from verjus._verjus import rf_exp as exp
 from verjus._verjus import rf_from_numpy as _from_numpy
@@ -52,6 +55,7 @@ from verjus._verjus import rf_log as log
 from verjus._verjus import rf_log_softmax as log_softmax
 from verjus._verjus import rf_matmul as matmul
 from verjus._verjus import rf_one_hot as one_hot
+from verjus._verjus import rf_pad as pad
 from verjus._verjus import rf_range_over_dim as range_over_dim
 from verjus._verjus import rf_reduce_argmax as reduce_argmax
 from verjus._verjus import rf_reduce_logsumexp as reduce_logsumexp
@@ -83,6 +87,7 @@ __all__ = [
     "cast",
     "combine",
     "compare",
+    "concat",
     "convert_to_tensor",
     "cross_entropy",
     "exp",
@@ -93,6 +98,7 @@ __all__ = [
     "log_softmax",
     "matmul",
     "one_hot",
+    "pad",
     "range_over_dim",
     "reduce_argmax",
     "reduce_logsumexp",

@@ -293,6 +293,49 @@ fn rf_cross_entropy(
     run(py, move || rf::cross_entropy(&x, &t, &axis, kind))
 }
 
+#[pyfunction]
+#[pyo3(signature = (*sources, allow_broadcast = false, out_dim = None))]
+fn rf_concat(
+    py: Python<'_>,
+    sources: Vec<(PyRef<'_, PyTensor>, PyRef<'_, PyDim>)>,
+    allow_broadcast: bool,
+    out_dim: Option<PyRef<'_, PyDim>>,
+) -> PyResult<(PyTensor, PyDim)> {
+    if allow_broadcast {
+        return Err(to_py_err(verjus::Error::invalid(
+            "concat",
+            "allow_broadcast=True is not supported yet",
+        )));
+    }
+    let parts: Vec<(RfTensor, Dim)> = sources
+        .iter()
+        .map(|(t, d)| (t.0.clone(), d.0.clone()))
+        .collect();
+    let out_dim = out_dim.map(|d| d.0.clone());
+    let (t, d) = py
+        .detach(move || rf::concat(&parts, out_dim))
+        .map_err(to_py_err)?;
+    Ok((PyTensor(t), PyDim(d)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (source, *, axes, padding, out_dims = None, value = 0.0))]
+fn rf_pad(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    axes: &Bound<'_, PyAny>,
+    padding: Vec<(usize, usize)>,
+    out_dims: Option<&Bound<'_, PyAny>>,
+    value: f32,
+) -> PyResult<(PyTensor, Vec<PyDim>)> {
+    let (x, axes) = (source.0.clone(), dim_list("axes", axes)?);
+    let out_dims = out_dims.map(|o| dim_list("out_dims", o)).transpose()?;
+    let (t, dims) = py
+        .detach(move || rf::pad(&x, &axes, &padding, out_dims, value))
+        .map_err(to_py_err)?;
+    Ok((PyTensor(t), dims.into_iter().map(PyDim).collect()))
+}
+
 /// Adds the functions to `m`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_from_numpy, m)?)?;
@@ -325,6 +368,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_range_over_dim, m)?)?;
     m.add_function(wrap_pyfunction!(rf_gradient, m)?)?;
     m.add_function(wrap_pyfunction!(rf_gather, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_pad, m)?)?;
     m.add_function(wrap_pyfunction!(rf_one_hot, m)?)?;
     m.add_function(wrap_pyfunction!(rf_cross_entropy, m)?)?;
     Ok(())

@@ -1,9 +1,11 @@
 //! Tests of the RF core on the native backend: golden values (`golden.rs`),
-//! finite-difference gradients through the tape (`grads.rs`), gather and
+//! finite-difference gradients through the tape (`grads.rs`), concat and pad
+//! (`concat.rs`), gather and
 //! cross-entropy (`index_loss.rs`), and the
 //! batched-vs-single-entry check for each op (`single_entry.rs`).
 
 mod common;
+mod concat;
 mod golden;
 mod grads;
 mod index_loss;
