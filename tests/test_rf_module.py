@@ -95,3 +95,20 @@ def test_concat_and_pad_return_new_dims() -> None:
     np.testing.assert_array_equal(p.numpy(), [[-1, 1, 2], [-1, 3, 4]])
     with pytest.raises(ValueError, match="joined size"):
         rf.concat((x, f), out_dim=out)
+
+
+def test_full_expand_merge_split() -> None:
+    a, b = rf.Dim(2, name="a"), rf.Dim(3, name="b")
+    assert rf.ones([a, b]).numpy().tolist() == [[1, 1, 1], [1, 1, 1]]
+    z = rf.zeros([a], dtype="int32")
+    assert (z.dtype, z.numpy().tolist()) == ("int32", [0, 0])
+    x = rf.convert_to_tensor(np.arange(6.0).reshape(2, 3), dims=[a, b])
+    np.testing.assert_array_equal(rf.ones_like(x).numpy(), np.ones((2, 3)))
+    np.testing.assert_array_equal(rf.zeros_like(x).numpy(), np.zeros((2, 3)))
+    c = rf.Dim(4, name="c")
+    assert rf.expand_dim(x, c).dims == (a, b, c)
+    merged, m = rf.merge_dims(x, dims=[b, a])
+    assert (merged.dims, m.dimension) == ((m,), 6)
+    np.testing.assert_array_equal(merged.numpy(), np.arange(6.0).reshape(2, 3).T.ravel())
+    back = rf.split_dims(merged, axis=m, dims=[b, a])
+    np.testing.assert_array_equal(back.copy_transpose([a, b]).numpy(), x.numpy())

@@ -26,6 +26,8 @@
 //! - `mask.rs`: [`sequence_mask`], [`range_over_dim`], masking by lengths;
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
+//! - `shape.rs`: [`full`], [`full_like`], [`expand_dim`], [`merge_dims`],
+//!   [`split_dims`];
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
 //! - `concat.rs`: [`concat`] and [`pad`] (static dims), returning the new dim;
 //! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
@@ -49,6 +51,7 @@ mod loss;
 mod mask;
 mod matmul;
 mod reduce;
+mod shape;
 mod softmax;
 mod tensor;
 mod unary;
@@ -62,6 +65,7 @@ pub use loss::{cross_entropy, EstimatedType};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
 pub use reduce::{argmax, reduce, ReduceMode};
+pub use shape::{expand_dim, full, full_like, merge_dims, split_dims};
 pub use softmax::{log_softmax, softmax};
 pub use tensor::RfTensor;
 pub use unary::{activation, cast, gradient, safe_log, stop_gradient};

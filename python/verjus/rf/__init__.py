@@ -24,6 +24,9 @@ every op runs there on the autograd tape with the GIL released.
   ``stop_gradient``; ``sequence_mask``, ``range_over_dim``;
 - ``concat((x, dim), (y, dim2), out_dim=None)`` and ``pad(x, axes=, padding=)``
   (static dims for now) return the new dim(s) with the tensor;
+- ``full(dims=, fill_value=)``, ``zeros``, ``ones``, ``zeros_like``,
+  ``ones_like``, ``expand_dim``, ``merge_dims`` (returns the new dim),
+  ``split_dims`` (static dims);
 - ``gather(source, indices=, axis=)``, ``one_hot``, ``cross_entropy(estimated=,
   target=, axis=, estimated_type=)`` against sparse targets;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
@@ -47,13 +50,17 @@ from verjus._verjus import rf_compare as compare
 from verjus._verjus import rf_concat as concat
 from verjus._verjus import rf_cross_entropy as cross_entropy
 from verjus._verjus import rf_exp as exp
+from verjus._verjus import rf_expand_dim as expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus._verjus import rf_full as full
+from verjus._verjus import rf_full_like as _full_like
 from verjus._verjus import rf_gather as gather
 from verjus._verjus import rf_gelu as gelu
 from verjus._verjus import rf_gradient as gradient
 from verjus._verjus import rf_log as log
 from verjus._verjus import rf_log_softmax as log_softmax
 from verjus._verjus import rf_matmul as matmul
+from verjus._verjus import rf_merge_dims as merge_dims
 from verjus._verjus import rf_one_hot as one_hot
 from verjus._verjus import rf_pad as pad
 from verjus._verjus import rf_range_over_dim as range_over_dim
@@ -69,6 +76,7 @@ from verjus._verjus import rf_safe_log as safe_log
 from verjus._verjus import rf_sequence_mask as sequence_mask
 from verjus._verjus import rf_sigmoid as sigmoid
 from verjus._verjus import rf_softmax as softmax
+from verjus._verjus import rf_split_dims as split_dims
 from verjus._verjus import rf_sqrt as sqrt
 from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
@@ -91,13 +99,18 @@ __all__ = [
     "convert_to_tensor",
     "cross_entropy",
     "exp",
+    "expand_dim",
+    "full",
     "gather",
     "gelu",
     "gradient",
     "log",
     "log_softmax",
     "matmul",
+    "merge_dims",
     "one_hot",
+    "ones",
+    "ones_like",
     "pad",
     "range_over_dim",
     "reduce_argmax",
@@ -112,11 +125,14 @@ __all__ = [
     "sequence_mask",
     "sigmoid",
     "softmax",
+    "split_dims",
     "sqrt",
     "square",
     "stop_gradient",
     "tanh",
     "where",
+    "zeros",
+    "zeros_like",
 ]
 
 # numpy dtype kinds -> RF dtypes (other integer types become int64).
@@ -160,3 +176,23 @@ def convert_to_tensor(
         raise ValueError(f"convert_to_tensor: unknown dtype {dtype!r}")
     array = np.ascontiguousarray(array, dtype=_STORAGE[dtype])
     return _from_numpy(array, list(dims), dtype, requires_grad, sparse_dim, feature_dim)
+
+
+def zeros(dims: Sequence[Dim], *, dtype: str | None = None) -> Tensor:
+    """Zeros over ``dims`` (all of known size)."""
+    return full(dims=dims, fill_value=0.0, dtype=dtype)
+
+
+def ones(dims: Sequence[Dim], *, dtype: str | None = None) -> Tensor:
+    """Ones over ``dims`` (all of known size)."""
+    return full(dims=dims, fill_value=1.0, dtype=dtype)
+
+
+def zeros_like(other: Tensor) -> Tensor:
+    """Zeros with ``other``'s dims and dtype."""
+    return _full_like(other, 0.0)
+
+
+def ones_like(other: Tensor) -> Tensor:
+    """Ones with ``other``'s dims and dtype."""
+    return _full_like(other, 1.0)

@@ -336,6 +336,63 @@ fn rf_pad(
     Ok((PyTensor(t), dims.into_iter().map(PyDim).collect()))
 }
 
+#[pyfunction]
+#[pyo3(signature = (*, dims, fill_value, dtype = None))]
+fn rf_full(
+    py: Python<'_>,
+    dims: &Bound<'_, PyAny>,
+    fill_value: f64,
+    dtype: Option<&str>,
+) -> PyResult<PyTensor> {
+    let dtype = RfDType::parse(dtype.unwrap_or("float32")).map_err(to_py_err)?;
+    let (dims, be) = (dim_list("dims", dims)?, backend()?);
+    run(py, move || rf::full(&dims, fill_value, dtype, &be))
+}
+
+#[pyfunction]
+fn rf_full_like(py: Python<'_>, other: PyRef<'_, PyTensor>, fill_value: f64) -> PyResult<PyTensor> {
+    let x = other.0.clone();
+    run(py, move || rf::full_like(&x, fill_value))
+}
+
+#[pyfunction]
+fn rf_expand_dim(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    dim: PyRef<'_, PyDim>,
+) -> PyResult<PyTensor> {
+    let (x, dim) = (source.0.clone(), dim.0.clone());
+    run(py, move || rf::expand_dim(&x, &dim))
+}
+
+#[pyfunction]
+#[pyo3(signature = (source, *, dims, out_dim = None))]
+fn rf_merge_dims(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    dims: &Bound<'_, PyAny>,
+    out_dim: Option<PyRef<'_, PyDim>>,
+) -> PyResult<(PyTensor, PyDim)> {
+    let (x, dims) = (source.0.clone(), dim_list("dims", dims)?);
+    let out_dim = out_dim.map(|d| d.0.clone());
+    let (t, d) = py
+        .detach(move || rf::merge_dims(&x, &dims, out_dim))
+        .map_err(to_py_err)?;
+    Ok((PyTensor(t), PyDim(d)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (source, *, axis, dims))]
+fn rf_split_dims(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    axis: PyRef<'_, PyDim>,
+    dims: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let (x, axis, dims) = (source.0.clone(), axis.0.clone(), dim_list("dims", dims)?);
+    run(py, move || rf::split_dims(&x, &axis, &dims))
+}
+
 /// Adds the functions to `m`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_from_numpy, m)?)?;
@@ -370,6 +427,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_gather, m)?)?;
     m.add_function(wrap_pyfunction!(rf_concat, m)?)?;
     m.add_function(wrap_pyfunction!(rf_pad, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_full, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_full_like, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_expand_dim, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_merge_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_split_dims, m)?)?;
     m.add_function(wrap_pyfunction!(rf_one_hot, m)?)?;
     m.add_function(wrap_pyfunction!(rf_cross_entropy, m)?)?;
     Ok(())
