@@ -112,3 +112,23 @@ def test_full_expand_merge_split() -> None:
     np.testing.assert_array_equal(merged.numpy(), np.arange(6.0).reshape(2, 3).T.ravel())
     back = rf.split_dims(merged, axis=m, dims=[b, a])
     np.testing.assert_array_equal(back.copy_transpose([a, b]).numpy(), x.numpy())
+
+
+def test_random_and_dropout_follow_the_train_flag() -> None:
+    f = rf.Dim(1000, name="f")
+    rf.set_random_seed(1)
+    u = rf.random_uniform([f], minval=-2.0, maxval=2.0).numpy()
+    rf.set_random_seed(1)
+    np.testing.assert_array_equal(u, rf.random_uniform([f], minval=-2.0, maxval=2.0).numpy())
+    assert abs(rf.random_normal([f], mean=1.0).numpy().mean() - 1.0) < 0.15
+    x = rf.ones([f])
+    rf.init_forward_step_run_ctx()
+    np.testing.assert_array_equal(rf.dropout(x, 0.5).numpy(), np.ones(1000))
+    rf.init_train_step_run_ctx()
+    try:
+        y = rf.dropout(x, 0.5).numpy()
+    finally:
+        rf.init_forward_step_run_ctx()
+    assert set(np.unique(y)) == {0.0, 2.0}
+    assert 0.4 < (y > 0).mean() < 0.6
+    assert (rf.dropout(x, 0.5, on_forward=True).numpy() == 0).any()

@@ -333,3 +333,16 @@ def rf_merge_dims(
     source: Tensor, *, dims: Sequence[Dim], out_dim: Dim | None = None
 ) -> tuple[Tensor, Dim]: ...
 def rf_split_dims(source: Tensor, *, axis: Dim, dims: Sequence[Dim]) -> Tensor: ...
+def rf_random_uniform(
+    dims: Dim | Sequence[Dim], *, minval: float = 0.0, maxval: float = 1.0
+) -> Tensor: ...
+def rf_random_normal(
+    dims: Dim | Sequence[Dim], *, mean: float = 0.0, stddev: float = 1.0
+) -> Tensor: ...
+def rf_set_random_seed(seed: int) -> None:
+    """Restarts the RF random stream (random_* and dropout) at ``seed``."""
+
+def rf_dropout(
+    source: Tensor, drop_prob: float, axis: Dim | Sequence[Dim] | None, train: bool
+) -> Tensor:
+    """Inverted dropout when ``train``; the mask varies over ``axis`` only (all dims if None)."""

@@ -27,6 +27,8 @@ every op runs there on the autograd tape with the GIL released.
 - ``full(dims=, fill_value=)``, ``zeros``, ``ones``, ``zeros_like``,
   ``ones_like``, ``expand_dim``, ``merge_dims`` (returns the new dim),
   ``split_dims`` (static dims);
+- ``random_uniform``, ``random_normal``, ``set_random_seed``, ``dropout`` (only
+  while ``get_run_ctx().train_flag`` or ``on_forward=True``);
 - ``gather(source, indices=, axis=)``, ``one_hot``, ``cross_entropy(estimated=,
   target=, axis=, estimated_type=)`` against sparse targets;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
@@ -49,6 +51,7 @@ from verjus._verjus import rf_combine as combine
 from verjus._verjus import rf_compare as compare
 from verjus._verjus import rf_concat as concat
 from verjus._verjus import rf_cross_entropy as cross_entropy
+from verjus._verjus import rf_dropout as _dropout
 from verjus._verjus import rf_exp as exp
 from verjus._verjus import rf_expand_dim as expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
@@ -63,6 +66,8 @@ from verjus._verjus import rf_matmul as matmul
 from verjus._verjus import rf_merge_dims as merge_dims
 from verjus._verjus import rf_one_hot as one_hot
 from verjus._verjus import rf_pad as pad
+from verjus._verjus import rf_random_normal as random_normal
+from verjus._verjus import rf_random_uniform as random_uniform
 from verjus._verjus import rf_range_over_dim as range_over_dim
 from verjus._verjus import rf_reduce_argmax as reduce_argmax
 from verjus._verjus import rf_reduce_logsumexp as reduce_logsumexp
@@ -74,6 +79,7 @@ from verjus._verjus import rf_relu as relu
 from verjus._verjus import rf_rsqrt as rsqrt
 from verjus._verjus import rf_safe_log as safe_log
 from verjus._verjus import rf_sequence_mask as sequence_mask
+from verjus._verjus import rf_set_random_seed as set_random_seed
 from verjus._verjus import rf_sigmoid as sigmoid
 from verjus._verjus import rf_softmax as softmax
 from verjus._verjus import rf_split_dims as split_dims
@@ -83,12 +89,19 @@ from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
 from verjus.rf.module import Linear, Module, Parameter
+from verjus.rf.run_ctx import (
+    RunCtx,
+    get_run_ctx,
+    init_forward_step_run_ctx,
+    init_train_step_run_ctx,
+)
 
 __all__ = [
     "Dim",
     "Linear",
     "Module",
     "Parameter",
+    "RunCtx",
     "Tensor",
     "abs",
     "batch_dim",
@@ -98,12 +111,16 @@ __all__ = [
     "concat",
     "convert_to_tensor",
     "cross_entropy",
+    "dropout",
     "exp",
     "expand_dim",
     "full",
     "gather",
     "gelu",
+    "get_run_ctx",
     "gradient",
+    "init_forward_step_run_ctx",
+    "init_train_step_run_ctx",
     "log",
     "log_softmax",
     "matmul",
@@ -112,6 +129,8 @@ __all__ = [
     "ones",
     "ones_like",
     "pad",
+    "random_normal",
+    "random_uniform",
     "range_over_dim",
     "reduce_argmax",
     "reduce_logsumexp",
@@ -123,6 +142,7 @@ __all__ = [
     "rsqrt",
     "safe_log",
     "sequence_mask",
+    "set_random_seed",
     "sigmoid",
     "softmax",
     "split_dims",
@@ -196,3 +216,16 @@ def zeros_like(other: Tensor) -> Tensor:
 def ones_like(other: Tensor) -> Tensor:
     """Ones with ``other``'s dims and dtype."""
     return _full_like(other, 1.0)
+
+
+def dropout(
+    source: Tensor,
+    drop_prob: float,
+    *,
+    axis: Dim | Sequence[Dim] | None = None,
+    on_forward: bool = False,
+) -> Tensor:
+    """Inverted dropout in training (``get_run_ctx().train_flag``), or always with
+    ``on_forward``; with ``axis`` the mask varies over those dims only."""
+    train = on_forward or get_run_ctx().train_flag
+    return _dropout(source, drop_prob, axis, train)

@@ -393,6 +393,51 @@ fn rf_split_dims(
     run(py, move || rf::split_dims(&x, &axis, &dims))
 }
 
+#[pyfunction]
+#[pyo3(signature = (dims, *, minval = 0.0, maxval = 1.0))]
+fn rf_random_uniform(
+    py: Python<'_>,
+    dims: &Bound<'_, PyAny>,
+    minval: f32,
+    maxval: f32,
+) -> PyResult<PyTensor> {
+    let (dims, be) = (dim_list("dims", dims)?, backend()?);
+    run(py, move || rf::random_uniform(&dims, minval, maxval, &be))
+}
+
+#[pyfunction]
+#[pyo3(signature = (dims, *, mean = 0.0, stddev = 1.0))]
+fn rf_random_normal(
+    py: Python<'_>,
+    dims: &Bound<'_, PyAny>,
+    mean: f32,
+    stddev: f32,
+) -> PyResult<PyTensor> {
+    let (dims, be) = (dim_list("dims", dims)?, backend()?);
+    run(py, move || rf::random_normal(&dims, mean, stddev, &be))
+}
+
+#[pyfunction]
+fn rf_set_random_seed(seed: u64) {
+    rf::set_random_seed(seed);
+}
+
+#[pyfunction]
+#[pyo3(signature = (source, drop_prob, axis, train))]
+fn rf_dropout(
+    py: Python<'_>,
+    source: PyRef<'_, PyTensor>,
+    drop_prob: f32,
+    axis: Option<&Bound<'_, PyAny>>,
+    train: bool,
+) -> PyResult<PyTensor> {
+    let x = source.0.clone();
+    let axis = axis.map(|a| dim_list("axis", a)).transpose()?;
+    run(py, move || {
+        rf::dropout(&x, drop_prob, axis.as_deref(), train)
+    })
+}
+
 /// Adds the functions to `m`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_from_numpy, m)?)?;
@@ -432,6 +477,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rf_expand_dim, m)?)?;
     m.add_function(wrap_pyfunction!(rf_merge_dims, m)?)?;
     m.add_function(wrap_pyfunction!(rf_split_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_random_uniform, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_random_normal, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_set_random_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_dropout, m)?)?;
     m.add_function(wrap_pyfunction!(rf_one_hot, m)?)?;
     m.add_function(wrap_pyfunction!(rf_cross_entropy, m)?)?;
     Ok(())
