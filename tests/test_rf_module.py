@@ -132,3 +132,36 @@ def test_random_and_dropout_follow_the_train_flag() -> None:
     assert set(np.unique(y)) == {0.0, 2.0}
     assert 0.4 < (y > 0).mean() < 0.6
     assert (rf.dropout(x, 0.5, on_forward=True).numpy() == 0).any()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: rf.SGD(p, lr=0.5, momentum=0.5),
+        lambda p: rf.Adam(p, lr=0.05),
+        lambda p: rf.AdamW(p, lr=0.05, weight_decay=1e-3),
+    ],
+)
+def test_optimizers_train_a_model(make) -> None:
+    feat, classes = rf.Dim(4, name="feat"), rf.Dim(3, name="c")
+    model = rf.Linear(feat, classes, seed=3)
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((32, 4)).astype(np.float32)
+    labels = np.argmax(xv[:, :3], axis=1)
+    x = rf.convert_to_tensor(xv, dims=[rf.batch_dim, feat])
+    target = rf.convert_to_tensor(labels, dims=[rf.batch_dim], sparse_dim=classes)
+
+    def loss() -> rf.Tensor:
+        ce = rf.cross_entropy(
+            estimated=model(x), target=target, axis=classes, estimated_type="logits"
+        )
+        return rf.reduce_mean(ce, axis=rf.batch_dim)
+
+    opt = make(model.parameters())
+    first = float(loss().numpy())
+    for _ in range(60):
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+    assert opt.steps == 60
+    assert float(loss().numpy()) < 0.5 * first

@@ -25,6 +25,7 @@
 //!   appearance, the broadcast-all-sources check) and [`where_`];
 //! - `mask.rs`: [`sequence_mask`], [`range_over_dim`], masking by lengths;
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
+//! - `optim.rs`: [`Optimizer`] (SGD, Adam/AdamW) over parameters;
 //! - `random.rs`: [`random_uniform`], [`random_normal`], [`dropout`] from one
 //!   Philox stream ([`set_random_seed`]);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
@@ -52,6 +53,7 @@ mod index;
 mod loss;
 mod mask;
 mod matmul;
+mod optim;
 mod random;
 mod reduce;
 mod shape;
@@ -67,6 +69,7 @@ pub use index::{gather, one_hot};
 pub use loss::{cross_entropy, EstimatedType};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
+pub use optim::{Optimizer, Rule};
 pub use random::{dropout, random_normal, random_uniform, set_random_seed};
 pub use reduce::{argmax, reduce, ReduceMode};
 pub use shape::{expand_dim, full, full_like, merge_dims, split_dims};

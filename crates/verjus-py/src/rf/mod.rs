@@ -1,6 +1,7 @@
 //! The RF frontend's handles: `Dim` and `Tensor` (`dim.rs`, `tensor.rs`,
-//! the operators in `operators.rs`) and the ops as `rf_*` functions
-//! (`ops.rs`), which `python/verjus/rf/` re-exports under RETURNN's names.
+//! the operators in `operators.rs`), `RfOptimizer` (`optim.rs`) and the ops
+//! as `rf_*` functions (`ops.rs`), which `python/verjus/rf/` re-exports
+//! under RETURNN's names.
 //!
 //! Everything here only converts arguments and calls `verjus::rf`, where
 //! the dim logic lives; ops compute with the GIL released.
@@ -8,6 +9,7 @@
 mod dim;
 mod operators;
 mod ops;
+mod optim;
 mod tensor;
 
 pub(crate) use dim::PyDim;
@@ -31,6 +33,7 @@ pub(crate) fn backend() -> PyResult<BackendRef> {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDim>()?;
     m.add_class::<PyTensor>()?;
+    m.add_class::<optim::PyOptimizer>()?;
     m.add("rf_batch_dim", PyDim(verjus::rf::batch_dim()))?;
     ops::register(m)
 }

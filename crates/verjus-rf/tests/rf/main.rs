@@ -2,7 +2,7 @@
 //! finite-difference gradients through the tape (`grads.rs`), concat and pad
 //! (`concat.rs`), full/expand/merge/split dims (`shape.rs`), random draws
 //! and dropout (`random.rs`), gather and
-//! cross-entropy (`index_loss.rs`), and the
+//! cross-entropy (`index_loss.rs`), optimizers (`optim.rs`), and the
 //! batched-vs-single-entry check for each op (`single_entry.rs`).
 
 mod common;
@@ -10,6 +10,7 @@ mod concat;
 mod golden;
 mod grads;
 mod index_loss;
+mod optim;
 mod random;
 mod shape;
 mod single_entry;
