@@ -165,3 +165,23 @@ def test_optimizers_train_a_model(make) -> None:
         opt.step()
     assert opt.steps == 60
     assert float(loss().numpy()) < 0.5 * first
+
+
+def test_embedding_and_layer_norm() -> None:
+    vocab, emb = rf.Dim(5, name="vocab"), rf.Dim(4, name="emb")
+    embed = rf.Embedding(vocab, emb, seed=2)
+    ids = rf.convert_to_tensor([4, 1, 4], dims=[rf.batch_dim], sparse_dim=vocab)
+    e = embed(ids)
+    assert e.dims == (rf.batch_dim, emb)
+    np.testing.assert_array_equal(e.numpy(), embed.weight.numpy()[[4, 1, 4]])
+    norm = rf.LayerNorm(emb)
+    y = norm(e).numpy()
+    v = e.numpy()
+    want = (v - v.mean(1, keepdims=True)) / np.sqrt(v.var(1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    loss = rf.reduce_sum(norm(embed(ids)) * rf.range_over_dim(emb), axis=[rf.batch_dim, emb])
+    loss.backward()
+    grad = embed.weight.grad.numpy()
+    assert np.abs(grad[[1, 4]]).sum() > 0
+    assert not grad[[0, 2, 3]].any()
+    assert norm.scale.grad is not None

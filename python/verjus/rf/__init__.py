@@ -33,7 +33,8 @@ every op runs there on the autograd tape with the GIL released.
   target=, axis=, estimated_type=)`` against sparse targets;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
   ``loss.backward()`` fills ``param.grad``;
-- ``Module``, ``Parameter``, ``Linear`` (``verjus.rf.module``); ``SGD``,
+- ``Module``, ``Parameter``, ``Linear``, ``Embedding``, ``LayerNorm``
+  (``verjus.rf.module``); ``SGD``,
   ``Adam``, ``AdamW`` (``verjus.rf.optim``).
 """
 
@@ -89,7 +90,7 @@ from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
-from verjus.rf.module import Linear, Module, Parameter
+from verjus.rf.module import Embedding, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.run_ctx import (
     RunCtx,
@@ -103,6 +104,8 @@ __all__ = [
     "Adam",
     "AdamW",
     "Dim",
+    "Embedding",
+    "LayerNorm",
     "Linear",
     "Module",
     "Parameter",

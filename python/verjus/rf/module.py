@@ -1,4 +1,6 @@
-"""``rf.Parameter``, ``rf.Module`` and ``rf.Linear``: models as plain Python objects.
+"""``rf.Parameter``, ``rf.Module``, ``rf.Linear``, ``rf.Embedding``, ``rf.LayerNorm``.
+
+Models are plain Python objects.
 
 A ``Parameter`` is a ``Tensor`` (usable in every op) that is a leaf of the autograd
 tape: ``loss.backward()`` adds ``d loss / d param`` to ``param.grad``. A ``Module``
@@ -15,7 +17,10 @@ import numpy as np
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_matmul as _matmul
+from verjus._verjus import rf_reduce_mean as _reduce_mean
+from verjus._verjus import rf_rsqrt as _rsqrt
 
 
 class Parameter(Tensor):
@@ -75,3 +80,33 @@ class Linear(Module):
     def __call__(self, source: Tensor) -> Tensor:
         out = _matmul(source, self.weight, reduce=self.in_dim)
         return out + self.bias if self.bias is not None else out
+
+
+class Embedding(Module):
+    """A table over ``[in_dim, out_dim]`` (normal, std 1, from ``seed``); calling it
+    on integer indices over ``in_dim`` gives their rows."""
+
+    def __init__(self, in_dim: Dim, out_dim: Dim, *, seed: int = 0):
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self.weight = Parameter([in_dim, out_dim])
+        rng = np.random.default_rng(seed)
+        self.weight.assign(rng.standard_normal(self.weight.shape).astype(np.float32))
+
+    def __call__(self, source: Tensor) -> Tensor:
+        return _gather(self.weight, indices=source, axis=self.in_dim)
+
+
+class LayerNorm(Module):
+    """Normalises over ``in_dim`` to mean 0 and variance 1, then scales and shifts
+    (``scale`` starts at 1, ``bias`` at 0)."""
+
+    def __init__(self, in_dim: Dim, *, eps: float = 1e-6):
+        self.in_dim, self.eps = in_dim, eps
+        self.scale = Parameter([in_dim])
+        self.scale.assign(np.ones(self.scale.shape, np.float32))
+        self.bias = Parameter([in_dim])
+
+    def __call__(self, x: Tensor) -> Tensor:
+        centered = x - _reduce_mean(x, axis=self.in_dim)
+        variance = _reduce_mean(centered * centered, axis=self.in_dim)
+        return centered * _rsqrt(variance + self.eps) * self.scale + self.bias
