@@ -2,12 +2,13 @@
 //!
 //! This facade crate re-exports the workspace's crates under one name and picks a
 //! backend for a [`Device`] at run time, so that programs (and the examples in
-//! `examples/`) depend on one crate (the static graph is [`nn`]) and choose the device with a value, not a type.
+//! `examples/`) depend on one crate (the static graph is [`nn`], the RF frontend's core [`rf`]) and choose the device with a value, not a type.
 
 pub use verjus_core as core;
 pub use verjus_core::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
 pub use verjus_native as native;
 pub use verjus_nn as nn;
+pub use verjus_rf as rf;
 
 /// The backend that computes on `device`.
 ///

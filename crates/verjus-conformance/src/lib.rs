@@ -85,6 +85,7 @@ macro_rules! conformance_suite {
             concat => $crate::checks::concat,
             split => $crate::checks::split,
             permute => $crate::checks::permute,
+            select => $crate::checks::select,
             sgd_update => $crate::checks::sgd_update,
             adam_update => $crate::checks::adam_update,
             softmax_cross_entropy => $crate::checks::softmax_cross_entropy,

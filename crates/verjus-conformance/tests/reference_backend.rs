@@ -13,7 +13,7 @@ use verjus_conformance::{checks, errors, gradcheck, proptests};
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
     DropoutPlan, GemmPlan, GemmSpec, IndexPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan,
-    SgdHyper, UnaryOp,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{
     Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
@@ -373,6 +373,17 @@ impl Backend for ReferenceBackend {
             store(p, &out.data)?;
         }
         Ok(())
+    }
+    fn select(
+        &self,
+        _plan: &SelectPlan,
+        cond: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        let selected = r::elementwise::select(&array(cond)?, &array(x)?, &array(y)?);
+        store(out, &selected.data)
     }
     fn permute(&self, plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         match x.dtype() {

@@ -11,7 +11,8 @@
 
 use crate::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SgdHyper, UnaryOp,
+    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper,
+    UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -118,6 +119,18 @@ pub trait Backend: Send + Sync + fmt::Debug {
         db: Option<&mut Tensor>,
     ) -> Result<()> {
         unsupported!(self, "binary_backward")
+    }
+
+    /// Elementwise choice `where(cond != 0, x, y)` with broadcasting.
+    fn select(
+        &self,
+        plan: &SelectPlan,
+        cond: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        unsupported!(self, "select")
     }
 
     /// Reduction over the plan's axes.

@@ -2,11 +2,12 @@
 
 use crate::{
     concat, conv, dropout, elementwise, gemm, index, loss, memory, optim, permute, pool, reduce,
-    softmax,
+    select, softmax,
 };
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SgdHyper, UnaryOp,
+    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper,
+    UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -86,6 +87,16 @@ impl Backend for NativeBackend {
         db: Option<&mut Tensor>,
     ) -> Result<()> {
         elementwise::binary_backward(plan, a, b, dy, da, db)
+    }
+    fn select(
+        &self,
+        plan: &SelectPlan,
+        cond: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+        out: &mut Tensor,
+    ) -> Result<()> {
+        select::select(plan, cond, x, y, out)
     }
     fn reduce(&self, plan: &ReducePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
         reduce::reduce(plan, x, y)

@@ -20,6 +20,7 @@ mod parallel;
 mod permute;
 mod pool;
 mod reduce;
+mod select;
 mod softmax;
 mod vmath;
 

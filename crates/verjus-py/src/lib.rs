@@ -10,7 +10,9 @@
 //!   `Network`, `Trainer`, `Dataset`, `Runner`; a network and its trainers
 //!   share one model (`shared.rs`);
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
-//! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`.
+//! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
+//! - `rf/`: the RF frontend's `Dim`, `Tensor` and `rf_*` ops (re-exported by
+//!   `verjus.rf`).
 
 mod convert;
 mod data;
@@ -19,6 +21,7 @@ mod error;
 mod linalg;
 mod network;
 mod runner;
+mod rf;
 mod shared;
 mod trainer;
 
@@ -49,5 +52,6 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<trainer::Trainer>()?;
     m.add_class::<runner::Runner>()?;
+    rf::register(m)?;
     Ok(())
 }

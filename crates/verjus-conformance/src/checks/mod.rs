@@ -22,6 +22,7 @@ mod permute;
 mod pool;
 mod random;
 mod reduce;
+mod select;
 mod softmax;
 
 pub use concat::{concat, split};
@@ -38,4 +39,5 @@ pub use permute::permute;
 pub use pool::{avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use random::{random_normal, random_uniform};
 pub use reduce::{argmax, reduce, reduce_backward};
+pub use select::select;
 pub use softmax::{log_softmax, log_softmax_backward, softmax, softmax_backward};

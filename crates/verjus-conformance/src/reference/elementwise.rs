@@ -98,6 +98,24 @@ pub fn binary_backward(op: BinaryOp, a: &Array, b: &Array, dy: &Array) -> (Array
     )
 }
 
+/// `where(cond != 0, x, y)` with the three broadcast together.
+pub fn select(cond: &Array, x: &Array, y: &Array) -> Array {
+    let dims = broadcast_dims(&cond.dims, &x.dims)
+        .and_then(|d| broadcast_dims(&d, &y.dims))
+        .expect("reference select: broadcastable");
+    let data = (0..numel(&dims))
+        .map(|i| {
+            let idx = unravel(i, &dims);
+            if cond.data[source_index(&cond.dims, &idx)] != 0.0 {
+                x.data[source_index(&x.dims, &idx)]
+            } else {
+                y.data[source_index(&y.dims, &idx)]
+            }
+        })
+        .collect();
+    Array::new(dims, data)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,7 @@
 //! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
 //! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
 //!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `index.rs`, `loss.rs`,
-//!   `shape_ops.rs`.
+//!   `shape_ops.rs`, `select.rs`.
 
 mod alloc;
 mod arith;
@@ -47,6 +47,7 @@ mod matmul;
 mod node;
 mod pool;
 mod reduce;
+mod select;
 mod shape_ops;
 mod softmax;
 mod unary;

@@ -23,6 +23,7 @@ mod permute;
 mod pool;
 mod random;
 mod reduce;
+mod select;
 mod softmax;
 
 pub use concat::{concat, split, ConcatPlan};
@@ -43,6 +44,7 @@ pub use permute::{permute, PermutePlan};
 pub use pool::{pool2d, pool2d_backward, Pool2dParams, Pool2dPlan, PoolKind};
 pub use random::{random, Distribution};
 pub use reduce::{argmax, reduce, reduce_backward, AxisPlan, ReduceOp, ReducePlan};
+pub use select::{select, SelectPlan};
 pub use softmax::{softmax, softmax_backward};
 
 use crate::{Backend, DType, Error, Result, Shape, Tensor};

@@ -1,0 +1,78 @@
+//! verjus-rf: the core of the RF frontend (`verjus.rf`, after RETURNN's
+//! `returnn.frontend`): tensors whose axes are named by [`Dim`] objects.
+//!
+//! # Why the dim logic lives here, once
+//!
+//! In RF an op never matches axes by position: `a + b` lines the operands up
+//! by their dims, `matmul(a, b, reduce=[k])` contracts `k` wherever it sits,
+//! and a reduction over a dynamic (per-sequence) dim masks the padding. That
+//! logic is easy to get subtly wrong, and RETURNN has two drifted copies of it
+//! (Python and a C++ fast path that silently broadcasts where Python raises).
+//! verjus keeps exactly one: this crate. The Python package holds thin
+//! handles to these types, and every op goes through the functions here.
+//!
+//! # What is here
+//!
+//! - [`Dim`] (`dim.rs`): identity is the object (an `Arc` with a unique id),
+//!   never the name or size; static, dynamic (lengths over other dims) or of
+//!   unknown size ([`batch_dim`]);
+//! - [`RfTensor`] (`tensor.rs`): an autograd [`Var`](verjus_core::autograd::Var),
+//!   its dims in raw-axis order, a [`RfDType`] (`dtype.rs`), optional
+//!   `sparse_dim` / `feature_dim`; [`RfTensor::copy_transpose`];
+//! - `align.rs`: permuting/broadcasting an operand to an ordered dim list
+//!   (only when the order differs);
+//! - `binary.rs`: [`combine`] / [`compare`] (union of dims in order of
+//!   appearance, the broadcast-all-sources check) and [`where_`];
+//! - `mask.rs`: [`sequence_mask`], [`range_over_dim`], masking by lengths;
+//! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
+//! - `optim.rs`: [`Optimizer`] (SGD, Adam/AdamW) over parameters;
+//! - `random.rs`: [`random_uniform`], [`random_normal`], [`dropout`] from one
+//!   Philox stream ([`set_random_seed`]);
+//! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
+//! - `shape.rs`: [`full`], [`full_like`], [`expand_dim`], [`merge_dims`],
+//!   [`split_dims`];
+//! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
+//! - `concat.rs`: [`concat`] and [`pad`] (static dims), returning the new dim;
+//! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
+//!   against sparse targets;
+//! - `unary.rs`: activations and elementwise functions, [`cast`],
+//!   [`stop_gradient`], [`gradient`].
+//!
+//! Every op runs on the autograd tape through `verjus_core`'s validated ops,
+//! on whichever backend holds the values. Errors are [`verjus_core::Error`]s
+//! naming the op and the dims by name; nothing panics on user input. The
+//! success path formats no strings and copies only where the layout must
+//! change.
+
+mod align;
+mod binary;
+mod concat;
+mod dim;
+mod dtype;
+mod index;
+mod loss;
+mod mask;
+mod matmul;
+mod optim;
+mod random;
+mod reduce;
+mod shape;
+mod softmax;
+mod tensor;
+mod unary;
+
+pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
+pub use concat::{concat, pad};
+pub use dim::{batch_dim, fmt_dims, Dim};
+pub use dtype::RfDType;
+pub use index::{gather, one_hot};
+pub use loss::{cross_entropy, EstimatedType};
+pub use mask::{range_over_dim, sequence_mask};
+pub use matmul::matmul;
+pub use optim::{Optimizer, Rule};
+pub use random::{dropout, random_normal, random_uniform, set_random_seed};
+pub use reduce::{argmax, reduce, ReduceMode};
+pub use shape::{expand_dim, full, full_like, merge_dims, split_dims};
+pub use softmax::{log_softmax, softmax};
+pub use tensor::RfTensor;
+pub use unary::{activation, cast, gradient, safe_log, stop_gradient};

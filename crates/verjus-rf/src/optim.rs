@@ -1,0 +1,143 @@
+//! [`Optimizer`]: SGD (momentum, Nesterov, weight decay) and Adam/AdamW
+//! over RF parameters, with the fused update ops of `verjus_core::ops`.
+//!
+//! The optimizer keeps its own state per parameter (velocity, moments) in
+//! the order the parameters were given; [`Optimizer::step`] applies one
+//! update from each parameter's accumulated gradient, in place (graphs
+//! recorded before keep the old values), and skips parameters without one.
+
+use crate::{fmt_dims, RfTensor};
+use verjus_core::ops::{self, AdamHyper, SgdHyper};
+use verjus_core::{DType, Error, Result, Tensor};
+
+/// The update rule and its hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rule {
+    Sgd {
+        lr: f32,
+        momentum: f32,
+        nesterov: bool,
+        weight_decay: f32,
+    },
+    Adam {
+        lr: f32,
+        betas: (f32, f32),
+        eps: f32,
+        weight_decay: f32,
+        decoupled: bool,
+    },
+}
+
+/// A parameter's optimizer state.
+struct Slot {
+    param: RfTensor,
+    /// SGD's velocity, or Adam's first and second moments.
+    buffers: Vec<Tensor>,
+}
+
+/// An optimizer over a fixed list of parameters.
+pub struct Optimizer {
+    rule: Rule,
+    slots: Vec<Slot>,
+    step: u64,
+}
+
+impl Optimizer {
+    /// An optimizer for `params` (float32 leaves that require gradients).
+    pub fn new(params: Vec<RfTensor>, rule: Rule) -> Result<Optimizer> {
+        let mut slots = Vec::with_capacity(params.len());
+        for param in params {
+            let var = param.var();
+            if !var.requires_grad() || !var.is_leaf() {
+                return Err(Error::invalid(
+                    "optimizer",
+                    format!(
+                        "parameter {} must be a leaf that requires a gradient",
+                        fmt_dims(param.dims())
+                    ),
+                ));
+            }
+            let count = match rule {
+                Rule::Sgd { momentum, .. } if momentum != 0.0 => 1,
+                Rule::Sgd { .. } => 0,
+                Rule::Adam { .. } => 2,
+            };
+            let be = param.backend().clone();
+            let buffers = (0..count)
+                .map(|_| ops::zeros(&*be, &var.shape(), DType::F32))
+                .collect::<Result<_>>()?;
+            slots.push(Slot { param, buffers });
+        }
+        Ok(Optimizer {
+            rule,
+            slots,
+            step: 0,
+        })
+    }
+
+    /// The number of steps taken.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
+        for s in &self.slots {
+            s.param.var().zero_grad();
+        }
+    }
+
+    /// One update of every parameter that has a gradient.
+    pub fn step(&mut self) -> Result<()> {
+        self.step += 1;
+        let (rule, step) = (self.rule, self.step);
+        for slot in &mut self.slots {
+            let var = slot.param.var().clone();
+            let Some(grad) = var.grad() else { continue };
+            let be = var.backend().clone();
+            let buffers = &mut slot.buffers;
+            var.update_value(|p| match rule {
+                Rule::Sgd {
+                    lr,
+                    momentum,
+                    nesterov,
+                    weight_decay,
+                } => {
+                    let hp = SgdHyper {
+                        lr,
+                        momentum,
+                        dampening: 0.0,
+                        nesterov,
+                        weight_decay,
+                        grad_scale: 1.0,
+                        first_step: step == 1,
+                    };
+                    ops::sgd_update(&*be, &hp, p, &grad, buffers.first_mut())
+                }
+                Rule::Adam {
+                    lr,
+                    betas,
+                    eps,
+                    weight_decay,
+                    decoupled,
+                } => {
+                    let hp = AdamHyper {
+                        lr,
+                        beta1: betas.0,
+                        beta2: betas.1,
+                        eps,
+                        weight_decay,
+                        decoupled,
+                        step,
+                        grad_scale: 1.0,
+                    };
+                    let [m, v] = buffers.as_mut_slice() else {
+                        return Err(Error::invalid("adam", "missing moment buffers"));
+                    };
+                    ops::adam_update(&*be, &hp, p, &grad, m, v)
+                }
+            })?;
+        }
+        Ok(())
+    }
+}

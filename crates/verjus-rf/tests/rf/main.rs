@@ -1,0 +1,16 @@
+//! Tests of the RF core on the native backend: golden values (`golden.rs`),
+//! finite-difference gradients through the tape (`grads.rs`), concat and pad
+//! (`concat.rs`), full/expand/merge/split dims (`shape.rs`), random draws
+//! and dropout (`random.rs`), gather and
+//! cross-entropy (`index_loss.rs`), optimizers (`optim.rs`), and the
+//! batched-vs-single-entry check for each op (`single_entry.rs`).
+
+mod common;
+mod concat;
+mod golden;
+mod grads;
+mod index_loss;
+mod optim;
+mod random;
+mod shape;
+mod single_entry;
