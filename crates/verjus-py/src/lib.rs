@@ -20,8 +20,8 @@ mod dataset;
 mod error;
 mod linalg;
 mod network;
-mod runner;
 mod rf;
+mod runner;
 mod shared;
 mod trainer;
 
