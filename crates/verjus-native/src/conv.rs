@@ -201,8 +201,20 @@ fn im2col(g: &Geom, taps: &[Tap], x: &[f32], col: &mut [f32]) {
 /// Sets the columns outside `cols` of every row (of `ow` elements) of `body` to zero.
 fn zero_edges(body: &mut [f32], ow: usize, (x0, x1): (usize, usize)) {
     for out in body.chunks_exact_mut(ow) {
-        out[..x0].fill(0.0);
-        out[x1..].fill(0.0);
+        zero_few(&mut out[..x0]);
+        zero_few(&mut out[x1..]);
+    }
+}
+
+/// Zeroes a slice that is usually empty or one element long (a kernel's
+/// overhang into the padding): plain stores there, since a `memset` call per
+/// image row cost about 4% of the CNN's training step in profiles.
+fn zero_few(v: &mut [f32]) {
+    match v {
+        [] => {}
+        [a] => *a = 0.0,
+        [a, b] => (*a, *b) = (0.0, 0.0),
+        _ => v.fill(0.0),
     }
 }
 
@@ -211,8 +223,8 @@ fn gather_rows(g: &Geom, t: &Tap, plane: &[f32], body: &mut [f32]) {
     let (x0, x1) = t.cols;
     for (r, out) in body.chunks_exact_mut(g.ow).enumerate() {
         let start = (t.first.0 + r * g.stride[0]) * g.w + t.first.1;
-        out[..x0].fill(0.0);
-        out[x1..].fill(0.0);
+        zero_few(&mut out[..x0]);
+        zero_few(&mut out[x1..]);
         let out = &mut out[x0..x1];
         for (o, v) in out
             .iter_mut()

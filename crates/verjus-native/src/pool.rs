@@ -102,13 +102,51 @@ fn quad(g: &Geom, oy: usize, ox: usize) -> [usize; 4] {
     [top, top + 1, top + g.w, top + g.w + 1]
 }
 
-/// The first maximum of the 2x2 window `[a, b; c, d]`: its value and position
-/// in row-major order.
-fn quad_max(a: f32, b: f32, c: f32, d: f32) -> (f32, u8) {
-    [(b, 1), (c, 2), (d, 3)].into_iter().fold(
-        (a, 0),
-        |best, (v, k)| if beats(v, best.0) { (v, k) } else { best },
-    )
+/// The first maximum of the 2x2 window `[a, b; c, d]` as a tournament:
+/// the first maximum of each row, then the bottom row's only if it beats the
+/// top row's. This picks the same element as scanning in row-major order (ties
+/// keep the earlier element), and every choice is a select rather than a
+/// branch: with random data a branch per comparison mispredicts half the time,
+/// which made the pooling backward a quarter of the CNN's training step.
+#[derive(Clone, Copy)]
+struct QuadMax {
+    value: f32,
+    /// Whether the maximum is in the bottom row.
+    bottom: bool,
+    /// Whether it is the right element of its row.
+    right: bool,
+}
+
+impl QuadMax {
+    #[inline(always)]
+    fn of(a: f32, b: f32, c: f32, d: f32) -> Self {
+        let top_right = beats(b, a);
+        let top = if top_right { b } else { a };
+        let bottom_right = beats(d, c);
+        let bottom_max = if bottom_right { d } else { c };
+        let bottom = beats(bottom_max, top);
+        QuadMax {
+            value: if bottom { bottom_max } else { top },
+            bottom,
+            right: if bottom { bottom_right } else { top_right },
+        }
+    }
+
+    /// `g` at the maximum's position, 0 elsewhere: `[[a, b], [c, d]]`.
+    #[inline(always)]
+    fn route(self, g: f32) -> [[f32; 2]; 2] {
+        let pick = |row: bool, right: bool| {
+            if self.bottom == row && self.right == right {
+                g
+            } else {
+                0.0
+            }
+        };
+        [
+            [pick(false, false), pick(false, true)],
+            [pick(true, false), pick(true, true)],
+        ]
+    }
 }
 
 /// The rows `2 * oy` and `2 * oy + 1` of a plane of width `w`, cut to the
@@ -127,7 +165,7 @@ fn max_halving_plane(g: &Geom, x: &[f32], y: &mut [f32]) {
             .zip(top.chunks_exact(2))
             .zip(bottom.chunks_exact(2))
         {
-            *out = quad_max(t[0], t[1], b[0], b[1]).0;
+            *out = QuadMax::of(t[0], t[1], b[0], b[1]).value;
         }
     }
 }
@@ -149,10 +187,9 @@ fn max_halving_unpool_plane(g: &Geom, x: &[f32], dy: &[f32], dx: &mut [f32]) {
             .zip(dx_top.chunks_exact_mut(2))
             .zip(dx_bottom.chunks_exact_mut(2))
         {
-            let k = quad_max(t[0], t[1], b[0], b[1]).1;
-            let at = |i: u8| if k == i { d } else { 0.0 };
-            dt.copy_from_slice(&[at(0), at(1)]);
-            db.copy_from_slice(&[at(2), at(3)]);
+            let [top_grad, bottom_grad] = QuadMax::of(t[0], t[1], b[0], b[1]).route(d);
+            dt.copy_from_slice(&top_grad);
+            db.copy_from_slice(&bottom_grad);
         }
     }
     dx[covered..].fill(0.0);

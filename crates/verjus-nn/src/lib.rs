@@ -60,6 +60,7 @@ pub mod def;
 mod descriptor;
 mod exec;
 mod folder;
+mod fuse;
 mod gradplan;
 mod graph;
 mod layers;

@@ -12,6 +12,7 @@
 
 use crate::def::{InputDef, NetworkDef};
 use crate::descriptor::{Descriptor, ParamDesc};
+use crate::fuse;
 use crate::graph::{self, Source};
 use crate::layers::{self, fmt_shape, Layer, ParamSpec};
 use crate::parameter::{self, Parameter};
@@ -178,6 +179,8 @@ impl Network {
                 live: live[t],
             });
         }
+        let output_values: Vec<usize> = outputs.iter().map(|&(_, v)| v).collect();
+        fuse::relu_into_max_pool(&mut nodes, &flat, n_in, &value_units, &output_values)?;
         Ok(Network {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             seed,

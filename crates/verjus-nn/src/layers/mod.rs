@@ -17,7 +17,7 @@ mod concat;
 mod conv2d;
 mod dropout;
 mod linear;
-mod pool;
+pub(crate) mod pool;
 mod reshape;
 mod softmax;
 
@@ -267,6 +267,7 @@ pub(crate) fn build(path: &str, config: &LayerConfig, inputs: &[Vec<usize>]) -> 
             *kernel,
             *stride,
             *padding,
+            false,
         ),
         LayerConfig::AvgPool2d {
             kernel,
@@ -279,6 +280,7 @@ pub(crate) fn build(path: &str, config: &LayerConfig, inputs: &[Vec<usize>]) -> 
             *kernel,
             *stride,
             *padding,
+            false,
         ),
         LayerConfig::ReLU => Activation::build(path, "ReLU", inputs, UnaryOp::Relu),
         LayerConfig::Sigmoid => Activation::build(path, "Sigmoid", inputs, UnaryOp::Sigmoid),

@@ -9,6 +9,7 @@ mod common;
 mod dropout;
 mod errors;
 mod examples;
+mod fusion;
 mod fuzz;
 mod gradcheck;
 mod losses;
