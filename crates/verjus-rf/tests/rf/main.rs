@@ -7,6 +7,7 @@
 
 mod common;
 mod concat;
+mod conv_pool;
 mod golden;
 mod grads;
 mod index_loss;
