@@ -149,7 +149,18 @@ fn per_entry(
     )?;
     let idx = idx.reshape([s, o])?;
     let offsets = offsets(s, len, source.backend())?;
-    let flat = cast_var(&idx.binary(BinaryOp::Add, &offsets)?, DType::I64)?;
+    let flat = idx.binary(BinaryOp::Add, &offsets)?;
+    // An index outside its entry's [0, len) must not reach the next entry:
+    // it becomes -1, which index_select reports.
+    let be = source.backend();
+    let inside = idx.binary(BinaryOp::Ge, &scalar(0.0, be)?)?.binary(
+        BinaryOp::Mul,
+        &idx.binary(BinaryOp::Lt, &scalar(len as f32, be)?)?,
+    )?;
+    let flat = cast_var(
+        &Var::select(&inside, &flat, &scalar(-1.0, be)?)?,
+        DType::I64,
+    )?;
     let picked = x.index_select(0, &flat.reshape([s * o])?)?;
     let mut shape = shared_sizes;
     shape.extend(own_sizes);
@@ -170,6 +181,10 @@ fn per_entry(
 fn offsets(s: usize, len: usize, be: &BackendRef) -> Result<Var> {
     let values: Vec<f32> = (0..s).map(|k| (k * len) as f32).collect();
     Var::constant(Tensor::from_vec([s, 1], values)?, be.clone())
+}
+
+fn scalar(v: f32, be: &BackendRef) -> Result<Var> {
+    Var::constant(Tensor::from_vec(Vec::new(), vec![v])?, be.clone())
 }
 
 /// `source == range(source.sparse_dim)` as float32: the indices' dims plus

@@ -30,11 +30,19 @@
 //!   Philox stream ([`set_random_seed`]);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
 //! - `shape.rs`: [`full`], [`full_like`], [`expand_dim`], [`merge_dims`],
-//!   [`split_dims`];
+//!   [`split_dims`] (a dynamic dim merges as the first of the merged dims);
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
-//! - `concat.rs`: [`concat`] and [`pad`] (static dims), returning the new dim;
-//! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
-//!   against sparse targets;
+//! - `concat.rs`: [`concat`] and [`pad`], returning the new dim; over
+//!   dynamic dims per sequence (`seq_concat.rs`), with lengths derived per
+//!   entry (`derive.rs`);
+//! - `slice.rs`: [`slice`] (RETURNN's start/end/step/size) and [`split`];
+//! - `conv.rs`: [`conv`] (1-D/2-D, groups, dilation, strides) and
+//!   `pool.rs`: [`pool`] (max/avg), both masking the padding of dynamic
+//!   dims, with the window arithmetic and out dims in `window.rs`
+//!   ([`Window`], [`Padding`]);
+//! - `index.rs`: [`gather`] (with dims shared by source and indices as
+//!   batch dims, `clip_to_valid`), [`one_hot`]; `loss.rs`: [`cross_entropy`]
+//!   against sparse or dense targets;
 //! - `unary.rs`: activations and elementwise functions, [`cast`],
 //!   [`stop_gradient`], [`gradient`].
 //!

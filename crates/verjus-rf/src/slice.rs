@@ -94,6 +94,12 @@ pub fn slice(
             (n, d)
         }
     };
+    // An open-ended slice past the end is empty (a sequence shorter than `start`).
+    let start = if range.end.is_none() && range.size.is_none() {
+        start.min(n)
+    } else {
+        start
+    };
     if start < 0 || start > n || end < start || end > n {
         return Err(Error::invalid(
             op,

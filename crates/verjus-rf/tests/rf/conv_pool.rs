@@ -32,7 +32,6 @@ fn plan(n: usize, k: usize, s: usize, d: usize, same: bool) -> (usize, usize, us
 
 /// Naive 1-D conv of x `[b, t, c]` (frames past `lens[b]` read as 0) with
 /// filter `[o, c, k]` and bias: `[b, o, t']` over the raw length `n`.
-#[allow(clippy::too_many_arguments)]
 fn naive_conv1d(
     x: &[f32],
     (nb, n, c): (usize, usize, usize),
@@ -154,7 +153,7 @@ fn conv2d_with_groups_and_even_window() {
     assert_eq!(y.sizes(), [2, 2, 4, 2]);
     // "same": kh 2 pads (0, 1), kw 3 with stride 2 pads (1, 1).
     let at = |hi: i64, bi: usize, wi: i64, ci: usize| -> f32 {
-        if hi < 0 || hi >= 4 || wi < 0 || wi >= 3 {
+        if !(0..4).contains(&hi) || !(0..3).contains(&wi) {
             0.0
         } else {
             xv[((hi as usize * 2 + bi) * 3 + wi as usize) * 4 + ci]
@@ -334,7 +333,7 @@ fn pool1d_matches_naive_loops() {
         &x,
         PoolKind::Max,
         &window(&[2], &[2], &[2], Padding::Valid),
-        &[t.clone()],
+        std::slice::from_ref(&t),
         None,
     )
     .unwrap_err()
