@@ -1,4 +1,4 @@
-//! Dim-creating ops that join along a dim: [`concat`] and [`pad`]. Each
+//! Dim-creating ops that join along a dim: [`concat()`] and [`pad`]. Each
 //! returns the new dim with the tensor and accepts `out_dim` to reuse one.
 //!
 //! Static (and unknown-size) dims join as they are. Dynamic dims join per

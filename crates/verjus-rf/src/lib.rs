@@ -32,10 +32,10 @@
 //! - `shape.rs`: [`full`], [`full_like`], [`expand_dim`], [`merge_dims`],
 //!   [`split_dims`] (a dynamic dim merges as the first of the merged dims);
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
-//! - `concat.rs`: [`concat`] and [`pad`], returning the new dim; over
+//! - `concat.rs`: [`concat()`] and [`pad`], returning the new dim; over
 //!   dynamic dims per sequence (`seq_concat.rs`), with lengths derived per
 //!   entry (`derive.rs`);
-//! - `slice.rs`: [`slice`] (RETURNN's start/end/step/size) and [`split`];
+//! - `slice.rs`: [`slice()`] (RETURNN's start/end/step/size) and [`split`];
 //! - `conv.rs`: [`conv`] (1-D/2-D, groups, dilation, strides) and
 //!   `pool.rs`: [`pool`] (max/avg), both masking the padding of dynamic
 //!   dims, with the window arithmetic and out dims in `window.rs`

@@ -1,4 +1,4 @@
-//! [`concat`](crate::concat) over dynamic dims: each sequence's own frames
+//! [`concat()`](crate::concat) over dynamic dims: each sequence's own frames
 //! one after the other.
 //!
 //! The parts are first joined as they are (padding included); then every

@@ -1,4 +1,4 @@
-//! Parts of one dim: [`slice`] (`x[start:end:step]` along a dim, returning
+//! Parts of one dim: [`slice()`] (`x[start:end:step]` along a dim, returning
 //! the new dim) and [`split`] (into consecutive parts of given dims).
 //!
 //! A slice of a dynamic dim from a non-negative `start` to its end is
@@ -14,7 +14,7 @@ use crate::{fmt_dims, Dim, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::{Error, Result, Tensor};
 
-/// How many entries [`slice`] takes: a count, or the size of a dim (which
+/// How many entries [`slice()`] takes: a count, or the size of a dim (which
 /// then is the out dim).
 #[derive(Clone, Debug)]
 pub enum SliceSize {
