@@ -275,3 +275,31 @@ fn merge_and_split_dynamic_dims() {
         merge_dims(&x[0], &[t.clone(), f.clone()], None).unwrap()
     });
 }
+
+#[test]
+fn integer_labels_keep_dtype_and_sparse_dim() {
+    let (t, v) = (time(&[3, 1]), Dim::new_static(10, "vocab"));
+    let value = verjus_core::Tensor::from_vec([2, 3], vec![4i32, 5, 6, 7, 0, 0]).unwrap();
+    let labels = RfTensor::from_tensor(value, vec![batch_dim(), t.clone()], None, be(), false)
+        .unwrap()
+        .with_sparse_dim(Some(v.clone()))
+        .unwrap();
+    let (p, dims) = pad(&labels, std::slice::from_ref(&t), &[(1, 0)], None, 9.0).unwrap();
+    assert_eq!((p.dtype(), p.sparse_dim()), (RfDType::Int32, Some(&v)));
+    assert_eq!(vals(&p), [9.0, 4.0, 5.0, 6.0, 9.0, 7.0, 0.0, 0.0]);
+    let from1 = SliceRange {
+        start: Some(1),
+        ..Default::default()
+    };
+    let (s, _) = slice(&p, &dims[0], &from1, None).unwrap();
+    assert_eq!(
+        (s.dtype(), vals(&s)),
+        (RfDType::Int32, vec![4.0, 5.0, 6.0, 7.0, 0.0, 0.0])
+    );
+    let (c, _) = concat(&[(labels.clone(), t.clone()), (labels, t.clone())], None).unwrap();
+    assert_eq!(c.dtype(), RfDType::Int32);
+    assert_eq!(
+        vals(&c),
+        [4.0, 5.0, 6.0, 4.0, 5.0, 6.0, 7.0, 7.0, 0.0, 0.0, 0.0, 0.0]
+    );
+}
