@@ -359,17 +359,67 @@ def rf_range_over_dim(dim: Dim) -> Tensor: ...
 def rf_gradient(y: Tensor, x: Tensor) -> Tensor:
     """``dy/dx`` for a one-element ``y``, with ``x``'s dims (zeros if unrelated)."""
 
-def rf_gather(source: Tensor, *, indices: Tensor, axis: Dim) -> Tensor: ...
+def rf_gather(source: Tensor, *, indices: Tensor, axis: Dim, clip_to_valid: bool = False) -> Tensor:
+    """Dims shared by ``source`` and ``indices`` (besides ``axis``) are batch dims."""
+
+def rf_slice(
+    source: Tensor,
+    *,
+    axis: Dim,
+    start: int | None = None,
+    end: int | None = None,
+    step: int | None = None,
+    size: int | Dim | None = None,
+    out_dim: Dim | None = None,
+) -> tuple[Tensor, Dim]:
+    """``source[start:end:step]`` along ``axis``; returns the tensor and the new dim."""
+
+def rf_split(source: Tensor, *, axis: Dim, out_dims: Sequence[Dim]) -> list[Tensor]: ...
+def rf_conv(
+    source: Tensor,
+    *,
+    in_dim: Dim,
+    out_dim: Dim,
+    in_spatial_dims: Sequence[Dim],
+    out_spatial_dims: Sequence[Dim] | None,
+    filter: Tensor,
+    filter_size: Sequence[Dim],
+    padding: str | Sequence[int],
+    strides: Sequence[int],
+    dilation_rate: Sequence[int],
+    groups: int,
+    bias: Tensor | None,
+) -> tuple[Tensor, list[Dim]]:
+    """1-D/2-D conv, one stride/dilation/padding entry per spatial dim."""
+
+def rf_pool(
+    source: Tensor,
+    *,
+    mode: str,
+    pool_size: Sequence[int],
+    padding: str | Sequence[int],
+    dilation_rate: Sequence[int],
+    strides: Sequence[int],
+    in_spatial_dims: Sequence[Dim],
+    out_spatial_dims: Sequence[Dim] | None,
+) -> tuple[Tensor, list[Dim]]:
+    """``"max"`` or ``"avg"`` pooling, one entry per spatial dim."""
+
+def rf_set_default_device(device: str) -> None:
+    """``"cpu"``, ``"cuda"`` or ``"cuda:N"``; one without a backend raises."""
+
+def rf_get_default_device() -> str: ...
 def rf_one_hot(source: Tensor) -> Tensor: ...
 def rf_cross_entropy(
     *, estimated: Tensor, target: Tensor, axis: Dim, estimated_type: str
 ) -> Tensor:
-    """``-log p(target)``; ``estimated_type`` is ``"logits"``, ``"log-probs"`` or ``"probs"``."""
+    """Against sparse or dense targets; ``estimated_type`` is ``"logits"``,
+    ``"log-probs"`` or ``"probs"``."""
 
 def rf_concat(
     *sources: tuple[Tensor, Dim], allow_broadcast: bool = False, out_dim: Dim | None = None
 ) -> tuple[Tensor, Dim]:
-    """Joins static dims; returns the tensor and the new (or given) dim."""
+    """Joins dims (dynamic ones per sequence); returns the tensor and the new dim."""
 
 def rf_pad(
     source: Tensor,
@@ -379,7 +429,8 @@ def rf_pad(
     out_dims: Dim | Sequence[Dim] | None = None,
     value: float = 0.0,
 ) -> tuple[Tensor, list[Dim]]:
-    """Pads static dims with ``value``; returns the tensor and the new dims."""
+    """Pads with ``value`` (after each sequence's end on dynamic dims); returns
+    the tensor and the new dims."""
 
 def rf_full(
     *, dims: Dim | Sequence[Dim], fill_value: float, dtype: str | None = None

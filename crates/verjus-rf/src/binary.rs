@@ -200,7 +200,7 @@ pub(crate) fn float_var(var: Var, dtype: RfDType) -> Result<Var> {
 }
 
 /// A float32 result as `dtype` storage (integers cast back).
-fn from_float(var: Var, dtype: RfDType) -> Result<Var> {
+pub(crate) fn from_float(var: Var, dtype: RfDType) -> Result<Var> {
     if dtype.is_int() {
         cast_var(&var, dtype.storage())
     } else {

@@ -30,11 +30,19 @@
 //!   Philox stream ([`set_random_seed`]);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
 //! - `shape.rs`: [`full`], [`full_like`], [`expand_dim`], [`merge_dims`],
-//!   [`split_dims`];
+//!   [`split_dims`] (a dynamic dim merges as the first of the merged dims);
 //! - `softmax.rs`: masked [`softmax`] / [`log_softmax`];
-//! - `concat.rs`: [`concat`] and [`pad`] (static dims), returning the new dim;
-//! - `index.rs`: [`gather`], [`one_hot`]; `loss.rs`: [`cross_entropy`]
-//!   against sparse targets;
+//! - `concat.rs`: [`concat()`] and [`pad`], returning the new dim; over
+//!   dynamic dims per sequence (`seq_concat.rs`), with lengths derived per
+//!   entry (`derive.rs`);
+//! - `slice.rs`: [`slice()`] (RETURNN's start/end/step/size) and [`split`];
+//! - `conv.rs`: [`conv`] (1-D/2-D, groups, dilation, strides) and
+//!   `pool.rs`: [`pool`] (max/avg), both masking the padding of dynamic
+//!   dims, with the window arithmetic and out dims in `window.rs`
+//!   ([`Window`], [`Padding`]);
+//! - `index.rs`: [`gather`] (with dims shared by source and indices as
+//!   batch dims, `clip_to_valid`), [`one_hot`]; `loss.rs`: [`cross_entropy`]
+//!   against sparse or dense targets;
 //! - `unary.rs`: activations and elementwise functions, [`cast`],
 //!   [`stop_gradient`], [`gradient`].
 //!
@@ -47,6 +55,8 @@
 mod align;
 mod binary;
 mod concat;
+mod conv;
+mod derive;
 mod dim;
 mod dtype;
 mod index;
@@ -54,15 +64,20 @@ mod loss;
 mod mask;
 mod matmul;
 mod optim;
+mod pool;
 mod random;
 mod reduce;
+mod seq_concat;
 mod shape;
+mod slice;
 mod softmax;
 mod tensor;
 mod unary;
+mod window;
 
 pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
 pub use concat::{concat, pad};
+pub use conv::{conv, ConvArgs};
 pub use dim::{batch_dim, fmt_dims, Dim};
 pub use dtype::RfDType;
 pub use index::{gather, one_hot};
@@ -70,9 +85,12 @@ pub use loss::{cross_entropy, EstimatedType};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
 pub use optim::{Optimizer, Rule};
+pub use pool::{parse_pool_mode, pool};
 pub use random::{dropout, random_normal, random_uniform, set_random_seed};
 pub use reduce::{argmax, reduce, ReduceMode};
 pub use shape::{expand_dim, full, full_like, merge_dims, split_dims};
+pub use slice::{slice, split, SliceRange, SliceSize};
 pub use softmax::{log_softmax, softmax};
 pub use tensor::RfTensor;
 pub use unary::{activation, cast, gradient, safe_log, stop_gradient};
+pub use window::{Padding, Window};

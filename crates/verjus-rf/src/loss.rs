@@ -1,11 +1,12 @@
-//! [`cross_entropy`] against sparse (class index) targets.
+//! [`cross_entropy`] against sparse (class index) or dense (probability)
+//! targets.
 
 use crate::binary::select_into;
 use crate::index::one_hot;
 use crate::reduce::{reduce, ReduceMode};
 use crate::softmax::log_softmax;
 use crate::unary::activation;
-use crate::{fmt_dims, Dim, RfTensor};
+use crate::{fmt_dims, matmul, Dim, RfDType, RfTensor};
 use verjus_core::ops::UnaryOp;
 use verjus_core::{Error, Result};
 
@@ -32,17 +33,32 @@ impl EstimatedType {
     }
 }
 
-/// `-log p(target)` per entry: `estimated` over `axis` (the class dim) and
-/// class indices `target` whose `sparse_dim` is `axis`. The result has
-/// `estimated`'s dims without `axis`; the padding of dynamic dims is left
-/// for the caller's masked reduction.
+/// `-sum over axis of target * log p` per entry, `estimated` over `axis`
+/// (the class dim) holding logits, log-probs or probs: `target` is either
+/// class indices whose `sparse_dim` is `axis` (then `-log p(target)`), or
+/// float32 probabilities over `axis` (as RETURNN: `-matmul(target, log p,
+/// reduce=axis)`, so the result has the target's dims first). The result
+/// lacks `axis`; the padding of dynamic dims is left for the caller's
+/// masked reduction.
 pub fn cross_entropy(
     estimated: &RfTensor,
     target: &RfTensor,
     axis: &Dim,
     estimated_type: EstimatedType,
 ) -> Result<RfTensor> {
-    if target.sparse_dim() != Some(axis) {
+    estimated.axis("cross_entropy", axis)?;
+    let dense = target.sparse_dim().is_none();
+    if dense && (target.axis_of(axis).is_none() || target.dtype() != RfDType::Float32) {
+        return Err(Error::invalid(
+            "cross_entropy",
+            format!(
+                "a dense target must be float32 probabilities over the class dim {axis}; got {} {}",
+                target.dtype(),
+                fmt_dims(target.dims())
+            ),
+        ));
+    }
+    if !dense && target.sparse_dim() != Some(axis) {
         return Err(Error::invalid(
             "cross_entropy",
             format!(
@@ -57,6 +73,10 @@ pub fn cross_entropy(
         EstimatedType::LogProbs => estimated.clone(),
         EstimatedType::Probs => activation(estimated, UnaryOp::Log)?,
     };
+    if dense {
+        let dot = matmul(target, &log_probs, std::slice::from_ref(axis), true)?;
+        return activation(&dot, UnaryOp::Neg);
+    }
     // Pick the target's entry with `where`, so -inf elsewhere stays out.
     let hit = one_hot(target)?;
     let out = crate::align::union(log_probs.dims(), hit.dims());

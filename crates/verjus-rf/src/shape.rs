@@ -1,9 +1,11 @@
 //! Ops that create or reshape dims: [`full`], [`expand_dim`],
-//! [`merge_dims`], [`split_dims`]. Merging and splitting work on static
-//! dims (a dynamic dim's padding would end up inside the merged dim).
+//! [`merge_dims`], [`split_dims`]. A dynamic dim can be merged only as the
+//! first of the merged dims, where each sequence's frames stay a prefix of
+//! the merged dim; anywhere else its padding would land inside it.
 
 use crate::align::permuted;
 use crate::binary::combine;
+use crate::derive::{derived, host_lengths};
 use crate::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::{self, BinaryOp};
@@ -58,8 +60,12 @@ pub fn expand_dim(source: &RfTensor, dim: &Dim) -> Result<RfTensor> {
     }
 }
 
-/// `source` with the static `dims` merged into one (`out_dim`, or a new
-/// static dim of their product), placed where the first of them was.
+/// `source` with `dims` merged into one (`out_dim`, or a new dim),
+/// placed where the first of them was. The new dim is static when all of
+/// `dims` are; when the first is dynamic and the rest static, it is dynamic
+/// with lengths `len * product(rest)` (each sequence's frames stay a
+/// prefix); any other dynamic dim would put padding inside the merged dim,
+/// which is an error naming it. Dims of unknown size give an unknown dim.
 pub fn merge_dims(
     source: &RfTensor,
     dims: &[Dim],
@@ -72,18 +78,14 @@ pub fn merge_dims(
         .into_iter()
         .min()
         .ok_or_else(|| Error::invalid("merge_dims", "needs at least one dim"))?;
-    let mut size = 1;
-    for d in dims {
-        size *= d.static_size().ok_or_else(|| {
-            Error::invalid(
-                "merge_dims",
-                format!("dim {d} is not static; merging dynamic dims is not supported yet"),
-            )
-        })?;
-    }
+    let made = merged_dim(dims)?;
+    let size: usize = dims
+        .iter()
+        .map(|d| source.sizes()[source.axis_of(d).unwrap_or(0)])
+        .product();
     let out_dim = match out_dim {
-        None => Dim::new_static(size, "merged"),
-        Some(o) if o.static_size() == Some(size) => o,
+        None => made,
+        Some(o) if o.size().is_none_or(|s| s == size) => o,
         Some(o) => {
             return Err(Error::invalid(
                 "merge_dims",
@@ -113,18 +115,62 @@ pub fn merge_dims(
     Ok((source.with_value(var, out_dims), out_dim))
 }
 
-/// `source` with `axis` split into the static `dims` (in order, their
-/// product the axis size), in its place.
+/// The dim `dims` merge into (see [`merge_dims`]).
+fn merged_dim(dims: &[Dim]) -> Result<Dim> {
+    if let Some(bad) = dims.iter().skip(1).find(|d| d.is_dynamic()) {
+        return Err(Error::invalid(
+            "merge_dims",
+            format!(
+                "dim {bad} is dynamic but not the first of {}: its padding would end up inside \
+                 the merged dim; only the first merged dim may be dynamic",
+                fmt_dims(dims)
+            ),
+        ));
+    }
+    let head = &dims[0];
+    if let Some(lengths) = head.lengths() {
+        if let Some(inner) = lengths.dims().iter().find(|d| dims.contains(d)) {
+            return Err(Error::invalid(
+                "merge_dims",
+                format!(
+                    "the lengths of {head} are over {inner}, which is merged with it in {}",
+                    fmt_dims(dims)
+                ),
+            ));
+        }
+    }
+    let tail: Option<usize> = dims[1..].iter().map(Dim::static_size).product();
+    match tail {
+        Some(k) => {
+            let name = if dims.len() == 1 {
+                head.name()
+            } else {
+                "merged"
+            };
+            let k = k as i64;
+            Ok(derived("merge_dims", head, name, |l| l * k)?
+                .unwrap_or_else(|| Dim::new_unknown("merged")))
+        }
+        None => Ok(Dim::new_unknown("merged")),
+    }
+}
+
+/// `source` with `axis` split into `dims` (in order, their product the
+/// axis size), in its place. `dims` are static, except that the first may
+/// be dynamic when `axis` is: then its lengths times the product of the
+/// others must be `axis`'s lengths (the inverse of [`merge_dims`]). A
+/// dynamic `axis` split into static dims only would lose its lengths.
 pub fn split_dims(source: &RfTensor, axis: &Dim, dims: &[Dim]) -> Result<RfTensor> {
     let i = source.axis("split_dims", axis)?;
+    let have = source.sizes();
+    check_split(axis, dims)?;
     let sizes: Vec<usize> = dims
         .iter()
         .map(|d| {
-            d.static_size()
-                .ok_or_else(|| Error::invalid("split_dims", format!("dim {d} is not static")))
+            d.size()
+                .ok_or_else(|| Error::invalid("split_dims", format!("dim {d} has no known size")))
         })
         .collect::<Result<_>>()?;
-    let have = source.sizes();
     if sizes.iter().product::<usize>() != have[i] {
         return Err(Error::invalid(
             "split_dims",
@@ -143,4 +189,39 @@ pub fn split_dims(source: &RfTensor, axis: &Dim, dims: &[Dim]) -> Result<RfTenso
     out.extend(dims.iter().cloned());
     out.extend(source.dims()[i + 1..].iter().cloned());
     RfTensor::new(var, out, source.dtype())
+}
+
+/// The dynamic-dim rules of [`split_dims`].
+fn check_split(axis: &Dim, dims: &[Dim]) -> Result<()> {
+    let err = |msg: String| Err(Error::invalid("split_dims", msg));
+    if let Some(d) = dims.iter().skip(1).find(|d| d.static_size().is_none()) {
+        return err(format!(
+            "dim {d} is not static; only the first of {} may be dynamic",
+            fmt_dims(dims)
+        ));
+    }
+    let Some(head) = dims.first() else {
+        return err("needs at least one dim".into());
+    };
+    match (axis.lengths(), head.lengths()) {
+        (None, None) if head.static_size().is_some() => Ok(()),
+        (None, _) => err(format!("dim {head} is not static but {axis} is not dynamic")),
+        (Some(_), None) => err(format!(
+            "{axis} is dynamic; split into static {} it would lose its lengths (make the first dim dynamic)",
+            fmt_dims(dims)
+        )),
+        (Some(whole), Some(part)) => {
+            let k: usize = dims[1..].iter().filter_map(Dim::static_size).product();
+            let (w, p) = (host_lengths(whole)?, host_lengths(part)?);
+            let fits = whole.dims() == part.dims()
+                && w.iter().zip(&p).all(|(&w, &p)| w == p * k as i64);
+            if fits {
+                Ok(())
+            } else {
+                err(format!(
+                    "the lengths of {head} times {k} are not the lengths of {axis}"
+                ))
+            }
+        }
+    }
 }

@@ -23,18 +23,31 @@ every op runs there on the autograd tape with the GIL released.
   ``sqrt``, ``rsqrt``, ``abs``, ``square``, ``safe_log``; ``cast``,
   ``stop_gradient``; ``sequence_mask``, ``range_over_dim``;
 - ``concat((x, dim), (y, dim2), out_dim=None)`` and ``pad(x, axes=, padding=)``
-  (static dims for now) return the new dim(s) with the tensor;
+  return the new dim(s) with the tensor; over dynamic dims they work per
+  sequence (``concat`` joins each sequence's own frames, ``pad`` pads after each
+  sequence's own end; new lengths: the sum, old plus padding);
+- ``slice(x, axis=, start=, end=, step=, size=, out_dim=)`` returns the new dim,
+  ``split(x, axis=, out_dims=)`` a tuple of parts;
+- ``conv`` (1-D/2-D, strides, dilation, groups), ``pool`` / ``max_pool`` /
+  ``max_pool1d`` / ``pool1d`` / ``pool2d`` return the out spatial dims;
+  ``padding="same"`` is RETURNN's consistent same padding, and padding frames of
+  dynamic dims never enter a result (``verjus.rf.conv``);
 - ``full(dims=, fill_value=)``, ``zeros``, ``ones``, ``zeros_like``,
-  ``ones_like``, ``expand_dim``, ``merge_dims`` (returns the new dim),
-  ``split_dims`` (static dims);
+  ``ones_like``, ``expand_dim``, ``merge_dims`` (returns the new dim; a dynamic
+  dim only as the first merged dim), ``split_dims`` (its inverse);
 - ``random_uniform``, ``random_normal``, ``set_random_seed``, ``dropout`` (only
   while ``get_run_ctx().train_flag`` or ``on_forward=True``);
-- ``gather(source, indices=, axis=)``, ``one_hot``, ``cross_entropy(estimated=,
-  target=, axis=, estimated_type=)`` against sparse targets;
+- ``gather(source, indices=, axis=, clip_to_valid=False)`` (dims shared by
+  source and indices are batch dims), ``one_hot``, ``cross_entropy(estimated=,
+  target=, axis=, estimated_type=)`` against sparse or dense targets;
+- ``set_default_device("cpu" | "cuda")`` / ``get_default_device()``: where
+  ``convert_to_tensor``, ``full``, ``random_*``, ``range_over_dim`` and
+  ``Parameter`` create tensors (a device without a backend in this build is an
+  error); ops run where their operands are;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
   ``loss.backward()`` fills ``param.grad``;
 - ``Module``, ``Parameter``, ``Linear``, ``Embedding``, ``LayerNorm``
-  (``verjus.rf.module``); ``SGD``,
+  (``verjus.rf.module``), ``Conv1d``, ``Conv2d`` (``verjus.rf.conv``); ``SGD``,
   ``Adam``, ``AdamW`` (``verjus.rf.optim``).
 """
 
@@ -59,8 +72,8 @@ from verjus._verjus import rf_expand_dim as expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_full as full
 from verjus._verjus import rf_full_like as _full_like
-from verjus._verjus import rf_gather as gather
 from verjus._verjus import rf_gelu as gelu
+from verjus._verjus import rf_get_default_device as get_default_device
 from verjus._verjus import rf_gradient as gradient
 from verjus._verjus import rf_log as log
 from verjus._verjus import rf_log_softmax as log_softmax
@@ -81,8 +94,10 @@ from verjus._verjus import rf_relu as relu
 from verjus._verjus import rf_rsqrt as rsqrt
 from verjus._verjus import rf_safe_log as safe_log
 from verjus._verjus import rf_sequence_mask as sequence_mask
+from verjus._verjus import rf_set_default_device as set_default_device
 from verjus._verjus import rf_set_random_seed as set_random_seed
 from verjus._verjus import rf_sigmoid as sigmoid
+from verjus._verjus import rf_slice as slice
 from verjus._verjus import rf_softmax as softmax
 from verjus._verjus import rf_split_dims as split_dims
 from verjus._verjus import rf_sqrt as sqrt
@@ -90,6 +105,17 @@ from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
+from verjus.rf.array_ import gather, split
+from verjus.rf.conv import (
+    Conv1d,
+    Conv2d,
+    conv,
+    max_pool,
+    max_pool1d,
+    pool,
+    pool1d,
+    pool2d,
+)
 from verjus.rf.module import Embedding, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.run_ctx import (
@@ -103,6 +129,8 @@ __all__ = [
     "SGD",
     "Adam",
     "AdamW",
+    "Conv1d",
+    "Conv2d",
     "Dim",
     "Embedding",
     "LayerNorm",
@@ -117,6 +145,7 @@ __all__ = [
     "combine",
     "compare",
     "concat",
+    "conv",
     "convert_to_tensor",
     "cross_entropy",
     "dropout",
@@ -125,6 +154,7 @@ __all__ = [
     "full",
     "gather",
     "gelu",
+    "get_default_device",
     "get_run_ctx",
     "gradient",
     "init_forward_step_run_ctx",
@@ -132,11 +162,16 @@ __all__ = [
     "log",
     "log_softmax",
     "matmul",
+    "max_pool",
+    "max_pool1d",
     "merge_dims",
     "one_hot",
     "ones",
     "ones_like",
     "pad",
+    "pool",
+    "pool1d",
+    "pool2d",
     "random_normal",
     "random_uniform",
     "range_over_dim",
@@ -150,9 +185,12 @@ __all__ = [
     "rsqrt",
     "safe_log",
     "sequence_mask",
+    "set_default_device",
     "set_random_seed",
     "sigmoid",
+    "slice",
     "softmax",
+    "split",
     "split_dims",
     "sqrt",
     "square",

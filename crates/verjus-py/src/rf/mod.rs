@@ -1,7 +1,8 @@
 //! The RF frontend's handles: `Dim` and `Tensor` (`dim.rs`, `tensor.rs`,
-//! the operators in `operators.rs`), `RfOptimizer` (`optim.rs`) and the ops
-//! as `rf_*` functions (`ops.rs`), which `python/verjus/rf/` re-exports
-//! under RETURNN's names.
+//! the operators in `operators.rs`), `RfOptimizer` (`optim.rs`), the ops
+//! as `rf_*` functions (`ops.rs`; slice, split, conv, pool in
+//! `window_ops.rs`), which `python/verjus/rf/` re-exports under RETURNN's
+//! names, and the default device that tensors are created on.
 //!
 //! Everything here only converts arguments and calls `verjus::rf`, where
 //! the dim logic lives; ops compute with the GIL released.
@@ -11,22 +12,49 @@ mod operators;
 mod ops;
 mod optim;
 mod tensor;
+mod window_ops;
 
 pub(crate) use dim::PyDim;
 pub(crate) use tensor::PyTensor;
 
+use crate::error::to_py_err;
 use pyo3::prelude::*;
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 use verjus::{BackendRef, Device};
 
-/// The backend RF tensors made from Python live on (the CPU).
+/// The default device and its backend, once chosen (the CPU until then).
+static DEFAULT: Mutex<Option<(Device, BackendRef)>> = Mutex::new(None);
+
+/// The backend RF tensors made from Python are created on (the default
+/// device's); ops then run on whichever backend holds their operands.
+/// Every creation goes through here, so a device that `verjus::backend`
+/// can select works without changes here.
 pub(crate) fn backend() -> PyResult<BackendRef> {
-    static CPU: OnceLock<BackendRef> = OnceLock::new();
-    if let Some(be) = CPU.get() {
+    let mut slot = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, be)) = &*slot {
         return Ok(be.clone());
     }
-    let be = verjus::backend(Device::Cpu).map_err(crate::error::to_py_err)?;
-    Ok(CPU.get_or_init(|| be).clone())
+    let be = verjus::backend(Device::Cpu).map_err(to_py_err)?;
+    *slot = Some((Device::Cpu, be.clone()));
+    Ok(be)
+}
+
+/// Makes `device` (`"cpu"`, `"cuda"`, `"cuda:N"`) the default: a device
+/// without a backend in this build is an error, and the default stays.
+#[pyfunction]
+fn rf_set_default_device(device: &str) -> PyResult<()> {
+    let device: Device = device.parse().map_err(to_py_err)?;
+    let be = verjus::backend(device).map_err(to_py_err)?;
+    *DEFAULT.lock().unwrap_or_else(PoisonError::into_inner) = Some((device, be));
+    Ok(())
+}
+
+/// The default device's name (`"cpu"`, `"cuda:0"`, ...).
+#[pyfunction]
+fn rf_get_default_device() -> PyResult<String> {
+    backend()?;
+    let slot = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner);
+    Ok(slot.as_ref().map_or(Device::Cpu, |(d, _)| *d).to_string())
 }
 
 /// Adds the RF classes, `rf_batch_dim` and the `rf_*` functions to `m`.
@@ -35,5 +63,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<optim::PyOptimizer>()?;
     m.add("rf_batch_dim", PyDim(verjus::rf::batch_dim()))?;
+    m.add_function(wrap_pyfunction!(rf_set_default_device, m)?)?;
+    m.add_function(wrap_pyfunction!(rf_get_default_device, m)?)?;
+    window_ops::register(m)?;
     ops::register(m)
 }

@@ -262,15 +262,16 @@ fn rf_gradient(
 }
 
 #[pyfunction]
-#[pyo3(signature = (source, *, indices, axis))]
+#[pyo3(signature = (source, *, indices, axis, clip_to_valid = false))]
 fn rf_gather(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     indices: PyRef<'_, PyTensor>,
     axis: PyRef<'_, PyDim>,
+    clip_to_valid: bool,
 ) -> PyResult<PyTensor> {
     let (x, i, axis) = (source.0.clone(), indices.0.clone(), axis.0.clone());
-    run(py, move || rf::gather(&x, &i, &axis))
+    run(py, move || rf::gather(&x, &i, &axis, clip_to_valid))
 }
 
 #[pyfunction]

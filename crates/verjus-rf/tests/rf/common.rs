@@ -237,3 +237,64 @@ pub fn gradcheck(
         }
     }
 }
+
+/// The lengths of `dim` per batch entry (`n` entries): its lengths, or its
+/// static size for every entry.
+pub fn dim_lengths(dim: &Dim, n: usize) -> Vec<usize> {
+    match dim.lengths() {
+        Some(l) => vals(l).iter().map(|&v| v as usize).collect(),
+        None => vec![dim.size().unwrap(); n],
+    }
+}
+
+/// [`check_single_entry`] for ops that make a new dim from `time`: `f`
+/// returns the output and its new dim (which may be `time` itself). For
+/// every entry, the entry alone must give a new dim of the entry's length
+/// in the batched new dim, and the same values within it.
+pub fn check_single_entry_new_dim(
+    name: &str,
+    lens: &[i32],
+    inputs: &[(Vec<Dim>, Vec<usize>, Vec<f32>)],
+    time: &Dim,
+    f: impl Fn(&[RfTensor], &Dim) -> (RfTensor, Dim),
+) {
+    let batched: Vec<RfTensor> = inputs.iter().map(|(d, s, v)| tensor(d, s, v)).collect();
+    let (y, yd) = f(&batched, time);
+    let (yv, ysizes) = (vals(&y), y.sizes());
+    let out_lens = dim_lengths(&yd, lens.len());
+    for (b, &len) in lens.iter().enumerate() {
+        let len = len as usize;
+        let t1 = Dim::new_dynamic(lengths(&[len as i32]), "time1").unwrap();
+        let swap = |dims: &[Dim]| -> Vec<Dim> {
+            dims.iter()
+                .map(|d| if d == time { t1.clone() } else { d.clone() })
+                .collect()
+        };
+        let single: Vec<RfTensor> = inputs
+            .iter()
+            .map(|(d, s, v)| {
+                let (v1, s1) = slice_entry(v, d, s, b, Some((time, len)));
+                tensor(&swap(d), &s1, &v1)
+            })
+            .collect();
+        let (y1, y1d) = f(&single, &t1);
+        let what = format!("{name}, entry {b} (length {len})");
+        assert_eq!(dim_lengths(&y1d, 1)[0], out_lens[b], "{what}: new length");
+        let order: Vec<Dim> = swap(y.dims())
+            .into_iter()
+            .map(|d| if d == yd { y1d.clone() } else { d })
+            .collect();
+        let y1 = y1
+            .copy_transpose(&order)
+            .unwrap_or_else(|e| panic!("{what}: dims {:?} vs {:?}: {e}", y1.dims(), y.dims()));
+        let (got, _) = slice_entry(
+            &vals(&y1),
+            &order,
+            &y1.sizes(),
+            0,
+            Some((&y1d, out_lens[b])),
+        );
+        let (want, _) = slice_entry(&yv, y.dims(), &ysizes, b, Some((&yd, out_lens[b])));
+        assert_close(&what, &got, &want, 1e-5);
+    }
+}
