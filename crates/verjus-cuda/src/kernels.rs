@@ -169,7 +169,8 @@ mod tests {
             let msg =
                 "skipped: NVRTC not found (libnvrtc.so.13); set LD_LIBRARY_PATH to run this test";
             assert!(std::env::var("VERJUS_REQUIRE_NVRTC").is_err(), "{msg}");
-            eprintln!("{msg}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{msg}");
             return;
         }
         let version = crate::nvrtc_cache::nvrtc_version().expect("nvrtc version");
