@@ -13,6 +13,7 @@ use crate::alloc::{Allocator, Block};
 use crate::device::Gpu;
 use cudarc::cudnn::sys as dnn;
 use cudarc::driver::sys::CUdeviceptr;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -248,9 +249,8 @@ impl Cudnn {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
         let key = conv_key(p, tf32);
-        if !st.convs.contains_key(&key) {
-            let c = self.make_conv(op, p, tf32)?;
-            st.convs.insert(key, c);
+        if let Entry::Vacant(e) = st.convs.entry(key) {
+            e.insert(self.make_conv(op, p, tf32)?);
         }
         if st.convs[&key].fwd.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
@@ -349,9 +349,8 @@ impl Cudnn {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
         let key = conv_key(p, tf32);
-        if !st.convs.contains_key(&key) {
-            let c = self.make_conv(op, p, tf32)?;
-            st.convs.insert(key, c);
+        if let Entry::Vacant(e) = st.convs.entry(key) {
+            e.insert(self.make_conv(op, p, tf32)?);
         }
         if st.convs[&key].bwd_data.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
@@ -451,9 +450,8 @@ impl Cudnn {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
         let key = conv_key(p, tf32);
-        if !st.convs.contains_key(&key) {
-            let c = self.make_conv(op, p, tf32)?;
-            st.convs.insert(key, c);
+        if let Entry::Vacant(e) = st.convs.entry(key) {
+            e.insert(self.make_conv(op, p, tf32)?);
         }
         if st.convs[&key].bwd_filter.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
@@ -549,12 +547,11 @@ impl Cudnn {
     ) -> Result<()> {
         let op = "conv2d_backward_bias";
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !st.bias.contains_key(&dims) {
-            let descs = (
+        if let Entry::Vacant(e) = st.bias.entry(dims) {
+            e.insert((
                 self.tensor4(op, dims)?,
                 self.tensor4(op, [1, dims[1], 1, 1])?,
-            );
-            st.bias.insert(dims, descs);
+            ));
         }
         let (dyd, dbd) = st.bias[&dims];
         let (one, zero) = (1f32, 0f32);
@@ -588,7 +585,7 @@ impl Cudnn {
             q.padding[0],
             q.padding[1],
         ];
-        if !st.pools.contains_key(&key) {
+        if let Entry::Vacant(e) = st.pools.entry(key) {
             let g = &self.gpu;
             let x = self.tensor4(op, [p.n, p.c, p.h, p.w])?;
             let y = self.tensor4(op, [p.n, p.c, p.oh, p.ow])?;
@@ -616,7 +613,7 @@ impl Cudnn {
                     ),
                 )?;
             }
-            st.pools.insert(key, Pool { x, y, pool });
+            e.insert(Pool { x, y, pool });
         }
         st.pools
             .get(&key)

@@ -8,6 +8,7 @@
 use crate::device::Gpu;
 use cudarc::driver::result as drv;
 use cudarc::driver::sys;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
@@ -109,7 +110,7 @@ impl Kernels {
         name: &'static str,
     ) -> Result<sys::CUfunction> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        if !loaded.contains_key(&module) {
+        if let Entry::Vacant(slot) = loaded.entry(module) {
             let image =
                 crate::nvrtc_cache::load_or_compile(module.name(), &module.source(), self.gpu.arch)
                     .map_err(|msg| self.gpu.error(op, "compiling kernels with NVRTC", msg))?;
@@ -117,13 +118,10 @@ impl Kernels {
             // (callers bind first). The driver copies the image.
             let handle = unsafe { drv::module::load_data(image.as_ptr().cast()) }
                 .map_err(|e| self.gpu.error(op, "cuModuleLoadData", e))?;
-            loaded.insert(
-                module,
-                Loaded {
-                    module: handle,
-                    functions: HashMap::new(),
-                },
-            );
+            slot.insert(Loaded {
+                module: handle,
+                functions: HashMap::new(),
+            });
         }
         let entry = loaded
             .get_mut(&module)

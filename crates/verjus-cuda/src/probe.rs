@@ -9,8 +9,11 @@
 use cudarc::driver::result as drv;
 use std::sync::OnceLock;
 
+/// Whether a library can be opened.
+type Present = fn() -> bool;
+
 /// The libraries the backend loads, with the file names a user would look for.
-const LIBRARIES: [(&str, &str, fn() -> bool); 4] = [
+const LIBRARIES: [(&str, &str, Present); 4] = [
     ("CUDA driver", "libcuda.so.1", driver_present),
     ("cuBLAS", "libcublas.so.13", cublas_present),
     ("cuDNN", "libcudnn.so.9", cudnn_present),
