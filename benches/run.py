@@ -19,8 +19,15 @@ Ratios are verjus time / other time: below 1 verjus is faster. A workload
 verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
 the data for "skipped"; either's reason follows the table.
 
+With ``--device cuda`` the GPU set runs instead (f32 GEMM 4096 and 8192, also
+with TF32; MLP and CNN Adam steps at batch 128 and 1024) on CUDA device 0, PyTorch
+on the same GPU in the same run (synchronised after every call), and the peak
+memory of each step is reported: verjus' allocator high-water mark against
+``torch.cuda.max_memory_allocated``. ``--bench-exe`` uses a prebuilt
+``verjus-bench`` (the GPU machine has no Rust; see docs/gpu.md).
+
     python benches/run.py [--quick] [--epochs] [--threads N] [--filter SUBSTRING]
-                          [--markdown FILE]
+                          [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH]
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
     p.add_argument("--filter", default=None, help="only workloads whose name contains this")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--bench-exe", type=Path, default=None, help="a prebuilt verjus-bench")
     return p.parse_args()
 
 
@@ -72,10 +81,10 @@ def build_bench() -> Path:
 
 
 def run_verjus(
-    exe: Path, samples: int, warmup: int, name_filter: str | None, epochs: bool
+    exe: Path, samples: int, warmup: int, name_filter: str | None, epochs: bool, device: str
 ) -> list[dict]:
     """Runs verjus-bench and returns its records (one per workload)."""
-    cmd = [str(exe), "--samples", str(samples), "--warmup", str(warmup)]
+    cmd = [str(exe), "--samples", str(samples), "--warmup", str(warmup), "--device", device]
     if name_filter:
         cmd += ["--filter", name_filter]
     if epochs:
@@ -229,6 +238,43 @@ def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
     return None
 
 
+def torch_cuda_workload(torch, rec: dict) -> Callable[[], object] | None:
+    """The GPU workload in PyTorch on cuda:0, synchronised after each call; records
+    the step's peak memory (``torch.cuda.max_memory_allocated``) in ``rec``."""
+    if not torch.cuda.is_available() or rec["op"] not in ("gemm", "train_step"):
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = bool(rec.get("tf32"))
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda:0")
+    gen = torch.Generator().manual_seed(0)
+    if rec["op"] == "gemm":
+        a = torch.randn(rec["m"], rec["k"], generator=gen).to(dev)
+        b = torch.randn(rec["k"], rec["n"], generator=gen).to(dev)
+
+        def call():
+            torch.matmul(a, b)
+            torch.cuda.synchronize()
+
+        return call
+    model = torch_net(torch.nn, rec["net"]).to(dev)
+    batch = rec["batch"]
+    x = torch.rand(batch, 1, 28, 28, generator=gen).to(dev)
+    y = torch.randint(10, (batch,), generator=gen).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=rec["lr"])
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        torch.cuda.synchronize()
+
+    step()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    rec["torch_peak_bytes"] = torch.cuda.max_memory_allocated()
+    return step
+
+
 def import_optional(name: str):
     """The module, or None when it is not installed."""
     try:
@@ -341,12 +387,16 @@ def main() -> None:
         os.environ[var] = str(args.threads)
     samples, warmup = (3, 1) if args.quick else (10, 2)
 
-    records = run_verjus(build_bench(), samples, warmup, args.filter, args.epochs)
-    libs = {"numpy": (import_optional("numpy"), numpy_workload)}
+    exe = args.bench_exe or build_bench()
+    records = run_verjus(exe, samples, warmup, args.filter, args.epochs, args.device)
     torch = import_optional("torch")
     if torch is not None:
         torch.set_num_threads(args.threads)
-    libs["torch"] = (torch, torch_workload)
+    if args.device == "cuda":
+        libs = {"torch": (torch, torch_cuda_workload)}
+    else:
+        libs = {"numpy": (import_optional("numpy"), numpy_workload)}
+        libs["torch"] = (torch, torch_workload)
     # One library at a time, with a pause between: idle OpenMP / OpenBLAS workers
     # spin for a while after each call and would starve the next library's threads.
     for lib, (module, workload) in libs.items():
@@ -361,6 +411,13 @@ def main() -> None:
     context = machine_context(args, samples, load, libs)
     rows = table_rows(records)
     print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
+    for rec in records:
+        if "peak_bytes" in rec and "torch_peak_bytes" in rec:
+            mb = 1 << 20
+            print(
+                f"peak memory {rec['name']}: verjus {rec['peak_bytes'] / mb:.1f} MiB, "
+                f"torch {rec['torch_peak_bytes'] / mb:.1f} MiB"
+            )
     for rec in records:
         for kind in ("error", "skipped"):
             if kind in rec:

@@ -7,20 +7,27 @@
 pub use verjus_core as core;
 pub use verjus_core::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
 pub use verjus_native as native;
+
+/// The CUDA backend: whether it is usable here, device count, memory counters.
+/// CUDA libraries are loaded at run time, so every build has this module.
+pub mod cuda {
+    pub use verjus_cuda::{
+        cuda_backend, device_count, is_available, unavailable_reason, CudaBackend, MemoryStats,
+    };
+}
 pub use verjus_nn as nn;
 pub use verjus_rf as rf;
 
 /// The backend that computes on `device`.
 ///
-/// `Device::Cpu` is the native backend. A device no backend of this build serves
-/// is an error that says so.
+/// `Device::Cpu` is the native backend, `Device::Cuda(n)` the CUDA backend of
+/// device `n` (one shared instance per device). Where CUDA cannot be used the
+/// error ([`Error::Device`]) names what is missing: the driver, cuBLAS, cuDNN
+/// or NVRTC, or the device.
 pub fn backend(device: Device) -> Result<BackendRef> {
     match device {
         Device::Cpu => Ok(verjus_native::backend()),
-        Device::Cuda(_) => Err(Error::Device {
-            device: device.to_string(),
-            msg: "this build of verjus has no CUDA backend".into(),
-        }),
+        Device::Cuda(n) => verjus_cuda::backend(n),
     }
 }
 
@@ -31,7 +38,13 @@ mod tests {
     #[test]
     fn selects_backend_by_device() {
         assert_eq!(backend(Device::Cpu).unwrap().device(), Device::Cpu);
-        let err = backend(Device::Cuda(0)).unwrap_err().to_string();
-        assert!(err.contains("cuda:0"), "{err}");
+        match backend(Device::Cuda(0)) {
+            Ok(be) => assert_eq!(be.device(), Device::Cuda(0)),
+            Err(e) => {
+                let err = e.to_string();
+                assert!(!cuda::is_available());
+                assert!(err.contains("cuda:0") && err.contains(".so"), "{err}");
+            }
+        }
     }
 }

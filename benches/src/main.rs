@@ -3,7 +3,13 @@
 //!
 //! ```text
 //! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--epochs] [--list]
+//!              [--device cpu|cuda]
 //! ```
+//!
+//! `--device cuda` runs the GPU set instead (f32 GEMM at 4096 and 8192, also
+//! with TF32; the MLP and CNN training steps at batch 128 and 1024) on CUDA
+//! device 0, and adds each workload's `peak_bytes`: the caching allocator's
+//! high-water mark while it ran.
 //!
 //! Each line holds the workload's `name`, its parameters (`op` and sizes, see
 //! [`workloads::Workload::describe`]) and `flops` (null for whole networks), then
@@ -28,10 +34,11 @@ struct Options {
     filter: Option<String>,
     epochs: bool,
     list: bool,
+    cuda: bool,
 }
 
-const USAGE: &str =
-    "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--epochs] [--list]";
+const USAGE: &str = "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] \
+                     [--epochs] [--list] [--device cpu|cuda]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
@@ -40,6 +47,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
         filter: None,
         epochs: false,
         list: false,
+        cuda: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -49,6 +57,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--filter" => opts.filter = Some(value("--filter")?),
             "--epochs" => opts.epochs = true,
             "--list" => opts.list = true,
+            "--device" => {
+                opts.cuda = match value("--device")?.as_str() {
+                    "cpu" => false,
+                    "cuda" | "cuda:0" => true,
+                    other => return Err(format!("--device must be cpu or cuda, not {other:?}")),
+                }
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -75,7 +90,25 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
         merge(&mut line, json!({"skipped": reason}));
         return line;
     }
-    let be = verjus_native::backend();
+    let cuda = if opts.cuda {
+        match verjus_cuda::cuda_backend(0) {
+            Ok(be) => Some(be),
+            Err(e) => {
+                merge(&mut line, json!({"error": e.to_string()}));
+                return line;
+            }
+        }
+    } else {
+        None
+    };
+    let be: verjus_core::BackendRef = match &cuda {
+        Some(c) => {
+            c.set_tf32(workload.tf32());
+            c.reset_peak_memory();
+            c.clone()
+        }
+        None => verjus_native::backend(),
+    };
     let result = workload.prepare(be.clone()).and_then(|mut f| {
         if workload.once() {
             timing::once(&*be, &mut f)
@@ -91,6 +124,13 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
             Err(e) => json!({"error": e.to_string()}),
         },
     );
+    if let Some(c) = cuda {
+        merge(
+            &mut line,
+            json!({"device": c.description(), "peak_bytes": c.memory_stats().peak_in_use}),
+        );
+        c.set_tf32(false);
+    }
     line
 }
 
@@ -109,7 +149,12 @@ fn main() -> ExitCode {
             };
         }
     };
-    let selected = workloads::all(opts.epochs)
+    let set = if opts.cuda {
+        workloads::gpu()
+    } else {
+        workloads::all(opts.epochs)
+    };
+    let selected = set
         .into_iter()
         .filter(|w| opts.filter.as_ref().is_none_or(|f| w.name.contains(f)));
     for workload in selected {

@@ -107,6 +107,11 @@ fn step(name: &str, net: Net, opt: Optimizer) -> Workload {
     )
 }
 
+fn step_at(name: &str, net: Net, batch: usize) -> Workload {
+    let opt = Optimizer::Adam;
+    named(name, Op::TrainStep { net, opt, batch })
+}
+
 fn epoch(name: &str, net: Net) -> Workload {
     let opt = Optimizer::Adam;
     named(
@@ -161,7 +166,28 @@ pub fn all(epochs: bool) -> Vec<Workload> {
     all
 }
 
+/// The GPU set (`--device cuda`): large f32 GEMMs, in full fp32 and with TF32
+/// (names ending in `_tf32`), and the two networks' Adam training steps at batch
+/// 128 and 1024.
+pub fn gpu() -> Vec<Workload> {
+    vec![
+        gemm("gemm_4096", 4096, 4096, 4096, false, false),
+        gemm("gemm_8192", 8192, 8192, 8192, false, false),
+        gemm("gemm_4096_tf32", 4096, 4096, 4096, false, false),
+        gemm("gemm_8192_tf32", 8192, 8192, 8192, false, false),
+        step_at("mlp_step", Net::Mlp, 128),
+        step_at("mlp_step_1024", Net::Mlp, 1024),
+        step_at("cnn_step", Net::Cnn, 128),
+        step_at("cnn_step_1024", Net::Cnn, 1024),
+    ]
+}
+
 impl Workload {
+    /// Whether the workload runs with TF32 allowed (CUDA only).
+    pub fn tf32(&self) -> bool {
+        self.name.ends_with("_tf32")
+    }
+
     /// Floating-point operations of one run (multiply-adds count two; the bias
     /// terms are left out); `None` for whole networks.
     pub fn flops(&self) -> Option<f64> {
@@ -204,6 +230,14 @@ impl Workload {
 
     /// The op and its sizes, as `run.py` reads them.
     pub fn describe(&self) -> Value {
+        let mut v = self.describe_op();
+        if self.tf32() {
+            merge(&mut v, serde_json::json!({"tf32": true}));
+        }
+        v
+    }
+
+    fn describe_op(&self) -> Value {
         match self.op {
             Op::Gemm {
                 m,

@@ -11,10 +11,12 @@ every computation runs in Rust with the GIL released.
   ``save_checkpoint`` and ``Trainer.resume``;
 - ``verjus.Runner``: hot-swap serving (``infer``, ``swap``, ``watch``);
 - ``verjus.data``: Fashion-MNIST as numpy arrays;
+- ``verjus.cuda``: ``is_available``, ``device_count``, GPU memory counters
+  (train on a GPU with ``Trainer(..., device="cuda")``);
 - the ``verjus`` command (``verjus.cli``): ``train``, ``info``, ``predict``.
 """
 
-from verjus import data, nn, optim
+from verjus import cuda, data, nn, optim
 from verjus._verjus import __version__, devices, gemm
 from verjus.network import Network
 from verjus.runner import Runner
@@ -28,6 +30,7 @@ __all__ = [
     "Runner",
     "Trainer",
     "__version__",
+    "cuda",
     "data",
     "devices",
     "gemm",

@@ -51,8 +51,36 @@ pub use verjus_core::BackendRef;
 #[macro_export]
 macro_rules! conformance_suite {
     ($make_backend:expr) => {
-        $crate::__conformance_tests! {
-            $make_backend;
+        $crate::__conformance_list! { $crate::__conformance_tests; ($make_backend) }
+    };
+}
+
+/// Like [`conformance_suite!`] for a backend that may be absent: the argument
+/// is an expression of type `Result<BackendRef, String>`. Where it is an
+/// `Err`, every test prints `skipped: {reason}` to stderr and passes, unless
+/// the environment variable named as the second argument is `1`, in which case
+/// it fails (so a machine that must have the device cannot skip silently).
+///
+/// ```ignore
+/// verjus_conformance::conformance_suite_or_skip!(
+///     verjus_cuda::backend(0).map_err(|e| e.to_string()),
+///     "VERJUS_REQUIRE_CUDA"
+/// );
+/// ```
+#[macro_export]
+macro_rules! conformance_suite_or_skip {
+    ($try_backend:expr, $require_var:literal) => {
+        $crate::__conformance_list! { $crate::__conformance_tests_or_skip; ($try_backend, $require_var) }
+    };
+}
+
+/// The list of checks, handed to `$emit` with the backend expression.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_list {
+    ($emit:path; $args:tt) => {
+        $emit! {
+            $args;
             fill => $crate::checks::fill,
             cast => $crate::checks::cast,
             copy => $crate::checks::copy,
@@ -118,7 +146,7 @@ macro_rules! conformance_suite {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_tests {
-    ($make_backend:expr; $($name:ident => $check:path,)*) => {
+    (($make_backend:expr); $($name:ident => $check:path,)*) => {
         $(
             #[test]
             fn $name() {
@@ -127,6 +155,47 @@ macro_rules! __conformance_tests {
             }
         )*
     };
+}
+
+/// The expansion of [`conformance_suite_or_skip!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests_or_skip {
+    (($try_backend:expr, $require_var:literal); $($name:ident => $check:path,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let made: Result<$crate::BackendRef, String> = $try_backend;
+                let Some(backend) = $crate::backend_or_skip(stringify!($name), made, $require_var)
+                else {
+                    return;
+                };
+                $crate::expect_pass(stringify!($name), &*backend, $check(&*backend));
+            }
+        )*
+    };
+}
+
+/// The backend, or `None` after printing why the test is skipped; panics
+/// instead when `require_var` is set to `1` in the environment.
+pub fn backend_or_skip(
+    test: &str,
+    made: Result<BackendRef, String>,
+    require_var: &str,
+) -> Option<BackendRef> {
+    match made {
+        Ok(be) => Some(be),
+        Err(reason) if std::env::var(require_var).is_ok_and(|v| v == "1") => {
+            panic!("{test}: the backend is required ({require_var}=1) but unavailable: {reason}")
+        }
+        Err(reason) => {
+            // Written to the process' stderr directly: the test harness
+            // captures `eprintln!` of passing tests, and a skip must be seen.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{test}: skipped: {reason}");
+            None
+        }
+    }
 }
 
 /// Panics with the report when a check failed; the macro's tests call this.

@@ -32,7 +32,7 @@ use verjus::Device;
 /// `"cuda:0"`, `"cuda:1"`, ... for each CUDA device whose backend starts.
 #[pyfunction]
 fn devices() -> Vec<String> {
-    let cuda = (0..)
+    let cuda = (0..verjus::cuda::device_count())
         .map(Device::Cuda)
         .take_while(|d| verjus::backend(*d).is_ok());
     std::iter::once(Device::Cpu)
@@ -41,11 +41,52 @@ fn devices() -> Vec<String> {
         .collect()
 }
 
+/// Whether a CUDA GPU and the libraries the CUDA backend needs are usable.
+#[pyfunction]
+fn cuda_is_available() -> bool {
+    verjus::cuda::is_available()
+}
+
+/// The number of CUDA devices (0 where CUDA is unavailable).
+#[pyfunction]
+fn cuda_device_count() -> usize {
+    verjus::cuda::device_count()
+}
+
+/// Why CUDA is unavailable (`None` where it is available).
+#[pyfunction]
+fn cuda_unavailable_reason() -> Option<String> {
+    verjus::cuda::unavailable_reason()
+}
+
+/// `(in_use, peak_in_use, reserved)` bytes of CUDA device `ordinal`'s allocator.
+#[pyfunction]
+#[pyo3(signature = (ordinal = 0))]
+fn cuda_memory_stats(ordinal: usize) -> PyResult<(usize, usize, usize)> {
+    let be = verjus::cuda::cuda_backend(ordinal).map_err(error::to_py_err)?;
+    let s = be.memory_stats();
+    Ok((s.in_use, s.peak_in_use, s.reserved))
+}
+
+/// Starts a new high-water mark of CUDA device `ordinal`'s allocator.
+#[pyfunction]
+#[pyo3(signature = (ordinal = 0))]
+fn cuda_reset_peak_memory(ordinal: usize) -> PyResult<()> {
+    let be = verjus::cuda::cuda_backend(ordinal).map_err(error::to_py_err)?;
+    be.reset_peak_memory();
+    Ok(())
+}
+
 /// The module `verjus._verjus`.
 #[pymodule]
 fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_unavailable_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_reset_peak_memory, m)?)?;
     m.add_function(wrap_pyfunction!(linalg::gemm, m)?)?;
     m.add_function(wrap_pyfunction!(data::fashion_mnist, m)?)?;
     m.add_class::<network::Network>()?;

@@ -1,0 +1,40 @@
+//! GEMM: cuBLAS for real products; an empty inner dimension only scales `C`.
+
+use crate::backend::CudaBackend;
+use crate::device::arg;
+use crate::kernels::Module;
+use crate::storage::{ptr, ptr_mut};
+use verjus_core::ops::GemmPlan;
+use verjus_core::{Result, Tensor};
+
+pub(crate) fn gemm(
+    be: &CudaBackend,
+    plan: &GemmPlan,
+    a: &Tensor,
+    b: &Tensor,
+    c: &mut Tensor,
+) -> Result<()> {
+    let op = "gemm";
+    be.enter(op)?;
+    let n = c.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let cp = ptr_mut(op, c)?;
+    if plan.k == 0 {
+        // C = beta * C (and exactly 0 for beta = 0, whatever C held).
+        let beta = plan.spec.beta;
+        if beta == 0.0 {
+            return super::memory::fill_f32(be, op, cp, n, 0.0);
+        }
+        let (count, code) = (n as i64, super::elementwise::SCALE);
+        return be.launch_n(
+            op,
+            Module::Elementwise,
+            "unary_f32",
+            n,
+            &mut [arg(&cp), arg(&cp), arg(&count), arg(&code), arg(&beta)],
+        );
+    }
+    be.blas.gemm(plan, be.tf32(), ptr(op, a)?, ptr(op, b)?, cp)
+}

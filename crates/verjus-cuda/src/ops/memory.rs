@@ -1,0 +1,142 @@
+//! Allocation, transfers, copy, fill and cast.
+
+use crate::backend::CudaBackend;
+use crate::device::arg;
+use crate::kernels::Module;
+use crate::storage::{host_bytes, host_bytes_mut, ptr, ptr_mut};
+use cudarc::driver::result as drv;
+use verjus_core::{DType, Error, HostData, Result, Shape, Storage, Tensor};
+
+/// A zero-filled tensor (an asynchronous memset).
+pub(crate) fn alloc_zeroed(be: &CudaBackend, shape: &Shape, dtype: DType) -> Result<Tensor> {
+    let op = "alloc_zeroed";
+    be.enter(op)?;
+    let mut t = be.empty(op, shape, dtype)?;
+    let bytes = t.numel() * dtype.size_in_bytes();
+    if bytes > 0 {
+        let p = ptr_mut(op, &mut t)?;
+        // SAFETY: `p` is a fresh allocation of at least `bytes` bytes.
+        unsafe { drv::memset_d8_async(p, 0, bytes, be.gpu.stream()) }
+            .map_err(|e| be.gpu.error(op, "cuMemsetD8Async", e))?;
+    }
+    Ok(t)
+}
+
+/// Host to device through pinned staging; returns before the copy is done.
+pub(crate) fn upload(be: &CudaBackend, host: &Tensor) -> Result<Tensor> {
+    let op = "upload";
+    be.enter(op)?;
+    let bytes = host_bytes(host)?;
+    let mut t = be.empty(op, host.shape(), host.dtype())?;
+    if !bytes.is_empty() {
+        let p = ptr_mut(op, &mut t)?;
+        be.staging.upload(op, bytes, p)?;
+    }
+    Ok(t)
+}
+
+/// Device to host; waits for the queued work that produces `t`.
+pub(crate) fn download(be: &CudaBackend, t: &Tensor) -> Result<Tensor> {
+    let op = "download";
+    be.enter(op)?;
+    let mut data = HostData::zeros(t.dtype(), t.numel())?;
+    let dst = host_bytes_mut(&mut data);
+    if !dst.is_empty() {
+        be.staging.download(op, ptr(op, t)?, dst)?;
+    }
+    Tensor::from_storage(t.shape().clone(), t.dtype(), Storage::Host(data))
+}
+
+/// `dst = src` (device to device, asynchronous).
+pub(crate) fn copy(be: &CudaBackend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+    let op = "copy";
+    be.enter(op)?;
+    let bytes = src.numel() * src.dtype().size_in_bytes();
+    if bytes == 0 {
+        return Ok(());
+    }
+    let (s, d) = (ptr(op, src)?, ptr_mut(op, dst)?);
+    // SAFETY: both allocations hold `bytes` bytes (same dtype and count, validated).
+    unsafe { drv::memcpy_dtod_async(d, s, bytes, be.gpu.stream()) }
+        .map_err(|e| be.gpu.error(op, "cuMemcpyDtoDAsync", e))
+}
+
+/// Every element set to `value`, converted as Rust's `as` converts.
+pub(crate) fn fill(be: &CudaBackend, dst: &mut Tensor, value: f64) -> Result<()> {
+    let op = "fill";
+    be.enter(op)?;
+    let n = dst.numel();
+    let (p, count) = (ptr_mut(op, dst)?, n as i64);
+    match dst.dtype() {
+        DType::F32 => {
+            let v = value as f32;
+            be.launch_n(
+                op,
+                Module::Memory,
+                "fill_f32",
+                n,
+                &mut [arg(&p), arg(&count), arg(&v)],
+            )
+        }
+        DType::I64 => {
+            let v = value as i64;
+            be.launch_n(
+                op,
+                Module::Memory,
+                "fill_i64",
+                n,
+                &mut [arg(&p), arg(&count), arg(&v)],
+            )
+        }
+        DType::I32 => {
+            let v = value as i32;
+            be.launch_n(
+                op,
+                Module::Memory,
+                "fill_i32",
+                n,
+                &mut [arg(&p), arg(&count), arg(&v)],
+            )
+        }
+        other => Err(Error::unsupported(format!("fill of {other}"), "cuda")),
+    }
+}
+
+/// Fills an f32 buffer of `n` elements at `p` with `v` (for ops' edge cases).
+pub(crate) fn fill_f32(be: &CudaBackend, op: &str, p: u64, n: usize, v: f32) -> Result<()> {
+    let count = n as i64;
+    be.launch_n(
+        op,
+        Module::Memory,
+        "fill_f32",
+        n,
+        &mut [arg(&p), arg(&count), arg(&v)],
+    )
+}
+
+/// `dst = src` converted to `dst`'s dtype (Rust `as` semantics).
+pub(crate) fn cast(be: &CudaBackend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
+    let op = "cast";
+    if src.dtype() == dst.dtype() {
+        return copy(be, src, dst);
+    }
+    be.enter(op)?;
+    let name = match (src.dtype(), dst.dtype()) {
+        (DType::F32, DType::I32) => "cast_f32_i32",
+        (DType::F32, DType::I64) => "cast_f32_i64",
+        (DType::I32, DType::F32) => "cast_i32_f32",
+        (DType::I64, DType::F32) => "cast_i64_f32",
+        (DType::I32, DType::I64) => "cast_i32_i64",
+        (DType::I64, DType::I32) => "cast_i64_i32",
+        (s, d) => return Err(Error::unsupported(format!("cast from {s} to {d}"), "cuda")),
+    };
+    let n = src.numel();
+    let (x, y, count) = (ptr(op, src)?, ptr_mut(op, dst)?, n as i64);
+    be.launch_n(
+        op,
+        Module::Memory,
+        name,
+        n,
+        &mut [arg(&x), arg(&y), arg(&count)],
+    )
+}

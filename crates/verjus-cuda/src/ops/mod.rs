@@ -1,0 +1,16 @@
+//! The op set on the GPU, one file per group, mirroring `verjus_core::ops`.
+//! Plans arrive validated; each function binds the context, turns tensors
+//! into device addresses and issues library calls or kernel launches on the
+//! device's stream without waiting (except where noted).
+
+pub(crate) mod conv;
+pub(crate) mod elementwise;
+pub(crate) mod gemm;
+pub(crate) mod index;
+pub(crate) mod layout;
+pub(crate) mod memory;
+pub(crate) mod optim;
+pub(crate) mod pool;
+pub(crate) mod random;
+pub(crate) mod reduce;
+pub(crate) mod softmax;
