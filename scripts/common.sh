@@ -37,6 +37,8 @@ trap on_exit EXIT
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 # Python packages the build, the tests and the main job use (pinned, from PyPI).
+# NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
+NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(
     maturin==1.16.0 numpy==2.4.6 pytest==9.2.0 ruff==0.17.6
     tqdm==4.70.1 matplotlib==3.11.2 safetensors==0.8.0

@@ -31,6 +31,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (release)"
 cargo test --workspace --release
 
+step "NVRTC compiles every CUDA kernel (no GPU needed)"
+pip install --quiet --disable-pip-version-check "$NVRTC_WHEEL"
+nvrtc_lib=$(python -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))')
+LD_LIBRARY_PATH="$nvrtc_lib" cargo test --release -p verjus-cuda --lib -- --ignored every_kernel
+
 step "build and install the Python package (maturin develop --release)"
 maturin develop --release
 

@@ -55,22 +55,29 @@ macro_rules! conformance_suite {
     };
 }
 
-/// Like [`conformance_suite!`] for a backend that may be absent: the argument
-/// is an expression of type `Result<BackendRef, String>`. Where it is an
-/// `Err`, every test prints `skipped: {reason}` to stderr and passes, unless
-/// the environment variable named as the second argument is `1`, in which case
-/// it fails (so a machine that must have the device cannot skip silently).
+/// Like [`conformance_suite!`] for a backend that may be absent: the first
+/// argument is an expression of type `Result<BackendRef, String>`, the third
+/// the reason the tests are `#[ignore]`d by default. Ignored tests are reported
+/// as ignored (with the reason), never counted as passes on a machine without
+/// the device; run them with `--include-ignored` where it is present. Run that
+/// way without the device, each test prints `skipped: {reason}` to stderr and
+/// returns, unless the environment variable named as the second argument is
+/// `1`, in which case it fails (so a machine that must have the device cannot
+/// skip silently).
 ///
 /// ```ignore
 /// verjus_conformance::conformance_suite_or_skip!(
 ///     verjus_cuda::backend(0).map_err(|e| e.to_string()),
-///     "VERJUS_REQUIRE_CUDA"
+///     "VERJUS_REQUIRE_CUDA",
+///     "needs a CUDA GPU: run with --include-ignored (docs/gpu.md)"
 /// );
 /// ```
 #[macro_export]
 macro_rules! conformance_suite_or_skip {
-    ($try_backend:expr, $require_var:literal) => {
-        $crate::__conformance_list! { $crate::__conformance_tests_or_skip; ($try_backend, $require_var) }
+    ($try_backend:expr, $require_var:literal, $ignore_reason:literal) => {
+        $crate::__conformance_list! {
+            $crate::__conformance_tests_or_skip; ($try_backend, $require_var, $ignore_reason)
+        }
     };
 }
 
@@ -161,9 +168,10 @@ macro_rules! __conformance_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_tests_or_skip {
-    (($try_backend:expr, $require_var:literal); $($name:ident => $check:path,)*) => {
+    (($try_backend:expr, $require_var:literal, $ignore_reason:literal); $($name:ident => $check:path,)*) => {
         $(
             #[test]
+            #[ignore = $ignore_reason]
             fn $name() {
                 let made: Result<$crate::BackendRef, String> = $try_backend;
                 let Some(backend) = $crate::backend_or_skip(stringify!($name), made, $require_var)

@@ -159,18 +159,17 @@ mod tests {
     use super::Module;
 
     /// Every kernel module compiles with NVRTC for the architectures verjus
-    /// targets. NVRTC needs no GPU: point LD_LIBRARY_PATH at a libnvrtc.so.13
-    /// (e.g. from the `nvidia-cuda-nvrtc` wheel) to run this anywhere.
+    /// targets. NVRTC needs no GPU: scripts/test.sh installs the
+    /// `nvidia-cuda-nvrtc` wheel and runs this test with LD_LIBRARY_PATH
+    /// pointing at its libnvrtc.so.13 (see docs/gpu.md); ignored by default
+    /// so that a machine without NVRTC does not count it as passed.
     #[test]
+    #[ignore = "needs libnvrtc.so.13 on LD_LIBRARY_PATH (scripts/test.sh provides it)"]
     fn every_kernel_module_compiles_with_nvrtc() {
-        if !crate::nvrtc_available() {
-            let msg =
-                "skipped: NVRTC not found (libnvrtc.so.13); set LD_LIBRARY_PATH to run this test";
-            assert!(std::env::var("VERJUS_REQUIRE_NVRTC").is_err(), "{msg}");
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "{msg}");
-            return;
-        }
+        assert!(
+            crate::nvrtc_available(),
+            "NVRTC not found (libnvrtc.so.13): set LD_LIBRARY_PATH to the folder that holds it"
+        );
         let version = crate::nvrtc_cache::nvrtc_version().expect("nvrtc version");
         eprintln!("NVRTC {}.{}", version.0, version.1);
         let mut failures = Vec::new();

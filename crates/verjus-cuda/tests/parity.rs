@@ -76,6 +76,7 @@ fn losses(be: BackendRef, data: &[(Tensor, Tensor)]) -> Vec<f32> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with --include-ignored (docs/gpu.md)"]
 fn cnn_loss_curves_match_cpu() {
     let made = verjus_cuda::backend(0).map_err(|e| e.to_string());
     let Some(gpu) = verjus_conformance::backend_or_skip("parity", made, "VERJUS_REQUIRE_CUDA")
