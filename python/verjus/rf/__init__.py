@@ -33,9 +33,17 @@ every op runs there on the autograd tape with the GIL released.
   target=, axis=, estimated_type=)`` against sparse targets;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
   ``loss.backward()`` fills ``param.grad``;
-- ``Module``, ``Parameter``, ``Linear``, ``Embedding``, ``LayerNorm``
-  (``verjus.rf.module``); ``SGD``,
-  ``Adam``, ``AdamW`` (``verjus.rf.optim``).
+- ``Module``, ``Functional``, ``Linear``, ``Embedding``, ``LayerNorm``
+  (``verjus.rf.module``; ``named_parameters``, ``parameters``,
+  ``named_modules``, ``modules``, ``children``, ``apply`` as in RETURNN);
+  ``Parameter(dims, initial=..., trainable=...)`` with ``assign``
+  (``verjus.rf.parameter``); ``ModuleList``, ``Sequential``, ``sequential``,
+  ``ParameterList`` (``verjus.rf.container``);
+- ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
+  ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
+  random stream);
+- ``SGD``, ``Adam``, ``AdamW`` (``verjus.rf.optim``; they skip parameters with
+  ``trainable=False``).
 """
 
 from __future__ import annotations
@@ -90,7 +98,9 @@ from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
-from verjus.rf.module import Embedding, LayerNorm, Linear, Module, Parameter
+from verjus.rf import init
+from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
+from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.run_ctx import (
     RunCtx,
@@ -105,11 +115,15 @@ __all__ = [
     "AdamW",
     "Dim",
     "Embedding",
+    "Functional",
     "LayerNorm",
     "Linear",
     "Module",
+    "ModuleList",
     "Parameter",
+    "ParameterList",
     "RunCtx",
+    "Sequential",
     "Tensor",
     "abs",
     "batch_dim",
@@ -127,6 +141,7 @@ __all__ = [
     "gelu",
     "get_run_ctx",
     "gradient",
+    "init",
     "init_forward_step_run_ctx",
     "init_train_step_run_ctx",
     "log",
@@ -150,6 +165,7 @@ __all__ = [
     "rsqrt",
     "safe_log",
     "sequence_mask",
+    "sequential",
     "set_random_seed",
     "sigmoid",
     "softmax",
