@@ -15,6 +15,11 @@ backward, optimizer step on one random batch of 128). With ``--epochs``, also
 ``mlp_epoch`` and ``cnn_epoch``: one shuffled Fashion-MNIST training epoch
 (60000 images, batch 128), timed once, or skipped when the dataset is absent.
 
+With ``--rf``, runs instead the RF frontend's per-op overhead benchmark,
+``benches/rf_overhead.py`` (verjus.rf vs PyTorch vs RETURNN's rf on tiny
+tensors; it needs the verjus Python package built), with the same ``--quick``,
+``--threads`` and ``--markdown``.
+
 Ratios are verjus time / other time: below 1 verjus is faster. A workload
 verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
 the data for "skipped"; either's reason follows the table.
@@ -27,7 +32,7 @@ memory of each step is reported: verjus' allocator high-water mark against
 ``verjus-bench`` (the GPU machine has no Rust; see docs/gpu.md).
 
     python benches/run.py [--quick] [--epochs] [--threads N] [--filter SUBSTRING]
-                          [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH]
+                          [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH] [--rf]
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cpu (default) or cuda")
     p.add_argument("--bench-exe", type=Path, default=None, help="a prebuilt verjus-bench")
+    p.add_argument(
+        "--rf", action="store_true", help="run benches/rf_overhead.py (RF per-op overhead) instead"
+    )
     return p.parse_args()
 
 
@@ -380,6 +388,14 @@ def machine_context(args: argparse.Namespace, samples: int, load: float, libs: d
 
 def main() -> None:
     args = parse_args()
+    if args.rf:
+        import rf_overhead  # beside this file
+
+        forwarded = ["--threads", str(args.threads)] + ["--quick"] * args.quick
+        if args.markdown:
+            forwarded += ["--markdown", str(args.markdown)]
+        rf_overhead.main(forwarded)
+        return
     load = os.getloadavg()[0]
     if load > 0.5:
         print(f"warning: load average {load:.1f}: other processes will distort the timings")

@@ -1,5 +1,7 @@
 //! `select` (`where`) on host memory: one pass over the output, walking each
-//! operand by its broadcast strides; parallel over rows of the last axis.
+//! operand by its broadcast strides; parallel over rows of the last axis. A
+//! row whose condition is constant (a sequence mask broadcast over the last
+//! axis, the common masking case) is one copy or fill.
 
 use crate::parallel::for_rows;
 use verjus_core::ops::SelectPlan;
@@ -41,6 +43,24 @@ pub(crate) fn select(
                 }
             }
             let [oc, ox, oy] = offsets;
+            if sc == 0 {
+                // The condition is constant along the row (a sequence mask
+                // broadcast over the features): copy or fill the whole row.
+                let (src, off, stride) = if c[oc] != 0.0 {
+                    (xs, ox, sx)
+                } else {
+                    (ys, oy, sy)
+                };
+                match stride {
+                    0 => row.fill(src[off]),
+                    1 => row.copy_from_slice(&src[off..off + inner]),
+                    _ => row
+                        .iter_mut()
+                        .enumerate()
+                        .for_each(|(j, v)| *v = src[off + j * stride]),
+                }
+                continue;
+            }
             for (j, v) in row.iter_mut().enumerate() {
                 *v = if c[oc + j * sc] != 0.0 {
                     xs[ox + j * sx]
@@ -76,6 +96,29 @@ mod tests {
             out.to_vec::<f32>().unwrap(),
             [1.0, 2.0, 3.0, -1.0, -1.0, -1.0]
         );
+    }
+
+    #[test]
+    fn rows_with_a_constant_condition_copy_or_fill() {
+        // cond [2, 1, 1] broadcast over [2, 2, 3]; x full, y [1, 1, 3] (strided rows).
+        let cond = t(&[2, 1, 1], vec![0.0, 1.0]);
+        let x: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        let x = t(&[2, 2, 3], x);
+        let y = t(&[1, 1, 3], vec![-1.0, -2.0, f32::NAN]);
+        let plan = SelectPlan::new(cond.shape(), x.shape(), y.shape()).unwrap();
+        let mut out = Tensor::zeros_host(&plan.out, verjus_core::DType::F32).unwrap();
+        select(&plan, &cond, &x, &y, &mut out).unwrap();
+        let got = out.to_vec::<f32>().unwrap();
+        assert_eq!(got[..2], [-1.0, -2.0]);
+        assert!(got[2].is_nan() && got[5].is_nan());
+        assert_eq!(got[6..], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
+        // A scalar fill: the whole masked row takes it.
+        let zero = t(&[], vec![0.0]);
+        let plan = SelectPlan::new(cond.shape(), x.shape(), zero.shape()).unwrap();
+        select(&plan, &cond, &x, &zero, &mut out).unwrap();
+        let got = out.to_vec::<f32>().unwrap();
+        assert_eq!(got[..6], [0.0; 6]);
+        assert_eq!(got[6..], [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub(crate) fn union(a: &[Dim], b: &[Dim]) -> Vec<Dim> {
 /// Fails when a dim shared by `a` and `b` has different sizes in them
 /// (possible for dims of unknown size, such as the batch).
 pub(crate) fn check_sizes(op: &str, a: &RfTensor, b: &RfTensor) -> Result<()> {
-    let (sa, sb) = (a.var().shape(), b.var().shape());
+    // The values are shared handles: no shape copies on this hot path.
+    let (sa, sb) = (a.var().value(), b.var().value());
     for (i, d) in a.dims().iter().enumerate() {
         if let Some(j) = b.axis_of(d) {
             if sa.dims()[i] != sb.dims()[j] {
@@ -57,6 +58,9 @@ pub(crate) fn permuted(t: &RfTensor, order: &[Dim]) -> Result<Var> {
 /// `t`'s value laid out to broadcast against a value with dims `out` (a
 /// superset of `t`'s dims), as the module docs describe.
 pub(crate) fn aligned(t: &RfTensor, out: &[Dim]) -> Result<Var> {
+    if t.dims() == out {
+        return Ok(t.var().clone()); // the operand with all dims, e.g. `x` in `x + bias`
+    }
     let own: Vec<Dim> = out
         .iter()
         .filter(|d| t.dims().contains(d))

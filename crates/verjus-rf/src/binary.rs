@@ -43,11 +43,10 @@ pub fn combine(
     b: &RfTensor,
     allow_broadcast_all_sources: bool,
 ) -> Result<RfTensor> {
-    let out = if a.dims() == b.dims() {
-        a.dims().to_vec()
-    } else {
-        union(a.dims(), b.dims())
-    };
+    if a.dims() == b.dims() && a.dtype() == RfDType::Float32 && b.dtype() == RfDType::Float32 {
+        return combine_same_dims(a, op, b);
+    }
+    let out = union(a.dims(), b.dims());
     let n = out.len();
     if n > a.dims().len() && n > b.dims().len() && !allow_broadcast_all_sources {
         return Err(Error::invalid(
@@ -72,6 +71,17 @@ pub fn combine(
         b
     };
     Ok(finish(base, var, out, dtype))
+}
+
+/// [`combine`] of float32 operands with the same dims in the same order (the
+/// common case, e.g. a residual `x + f(x)`): nothing to align or cast, so
+/// the op runs directly on the values (measured in Rust on `[8, 32]`: the
+/// general path's bookkeeping was about a quarter of the op's cost).
+fn combine_same_dims(a: &RfTensor, op: BinaryOp, b: &RfTensor) -> Result<RfTensor> {
+    check_sizes(op.name(), a, b)?;
+    let var = a.var().binary(op, b.var())?;
+    let dtype = result_dtype(op, RfDType::Float32, RfDType::Float32);
+    Ok(finish(a, var, a.dims().to_vec(), dtype))
 }
 
 /// [`combine`] for a comparison (`==`, `<`, ...), giving `bool`.

@@ -145,7 +145,10 @@ fn divide_by_count(sum: &RfTensor, axis: &[Dim]) -> Result<RfTensor> {
     let Some(count) = count else {
         return Err(Error::invalid("reduce_mean", "no dynamic dim to divide by"));
     };
-    let c = crate::binary::float_var(count.var().clone(), count.dtype())?.scale(fixed as f32)?;
+    let mut c = crate::binary::float_var(count.var().clone(), count.dtype())?;
+    if fixed != 1.0 {
+        c = c.scale(fixed as f32)?;
+    }
     let c = c.maximum(&full(&c, &Shape::scalar(), 1.0)?)?;
     let count = RfTensor::from_parts(c, count.dims().to_vec(), RfDType::Float32);
     combine(sum, BinaryOp::Div, &count, false)

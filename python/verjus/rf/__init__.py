@@ -46,9 +46,18 @@ every op runs there on the autograd tape with the GIL released.
   error); ops run where their operands are;
 - ``gradient(y, x)``: ``dy/dx`` through the tape, with ``x``'s dims;
   ``loss.backward()`` fills ``param.grad``;
-- ``Module``, ``Parameter``, ``Linear``, ``Embedding``, ``LayerNorm``
-  (``verjus.rf.module``), ``Conv1d``, ``Conv2d`` (``verjus.rf.conv``); ``SGD``,
-  ``Adam``, ``AdamW`` (``verjus.rf.optim``).
+- ``Module``, ``Functional``, ``Linear``, ``Embedding``, ``LayerNorm``
+  (``verjus.rf.module``; ``named_parameters``, ``parameters``,
+  ``named_modules``, ``modules``, ``children``, ``apply`` as in RETURNN);
+  ``Parameter(dims, initial=..., trainable=...)`` with ``assign``
+  (``verjus.rf.parameter``); ``ModuleList``, ``Sequential``, ``sequential``,
+  ``ParameterList`` (``verjus.rf.container``); ``Conv1d``, ``Conv2d``
+  (``verjus.rf.conv``);
+- ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
+  ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
+  random stream);
+- ``SGD``, ``Adam``, ``AdamW`` (``verjus.rf.optim``; they skip parameters with
+  ``trainable=False``).
 """
 
 from __future__ import annotations
@@ -105,7 +114,9 @@ from verjus._verjus import rf_square as square
 from verjus._verjus import rf_stop_gradient as stop_gradient
 from verjus._verjus import rf_tanh as tanh
 from verjus._verjus import rf_where as where
+from verjus.rf import init
 from verjus.rf.array_ import gather, split
+from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
     Conv1d,
     Conv2d,
@@ -116,7 +127,7 @@ from verjus.rf.conv import (
     pool1d,
     pool2d,
 )
-from verjus.rf.module import Embedding, LayerNorm, Linear, Module, Parameter
+from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.run_ctx import (
     RunCtx,
@@ -133,11 +144,15 @@ __all__ = [
     "Conv2d",
     "Dim",
     "Embedding",
+    "Functional",
     "LayerNorm",
     "Linear",
     "Module",
+    "ModuleList",
     "Parameter",
+    "ParameterList",
     "RunCtx",
+    "Sequential",
     "Tensor",
     "abs",
     "batch_dim",
@@ -157,6 +172,7 @@ __all__ = [
     "get_default_device",
     "get_run_ctx",
     "gradient",
+    "init",
     "init_forward_step_run_ctx",
     "init_train_step_run_ctx",
     "log",
@@ -185,6 +201,7 @@ __all__ = [
     "rsqrt",
     "safe_log",
     "sequence_mask",
+    "sequential",
     "set_default_device",
     "set_random_seed",
     "sigmoid",

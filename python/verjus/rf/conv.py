@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_conv as _conv
 from verjus._verjus import rf_pool as _pool
+from verjus.rf import init
 from verjus.rf.module import Module, Parameter
 
 _Padding = str | int | Sequence[int]
@@ -212,8 +212,9 @@ def pool2d(
 
 class _Conv(Module):
     """The convolution module: ``filter`` over ``[out_dim, in_dim (/ groups),
-    *filter_size]`` drawn Glorot-uniform from ``seed`` (as ``Linear``), ``bias``
-    over ``[out_dim]`` starting at 0."""
+    *filter_size]`` starting Glorot-uniform (RETURNN's fan rule for filters:
+    fan-in ``in * window``, fan-out ``out * window``; drawn from the rf random
+    stream, see ``rf.set_random_seed``), ``bias`` over ``[out_dim]`` at 0."""
 
     nd = 0
 
@@ -228,7 +229,6 @@ class _Conv(Module):
         dilation_rate: int | Sequence[int] | None = None,
         groups: int | None = None,
         with_bias: bool = True,
-        seed: int = 0,
     ):
         sizes = [filter_size] * self.nd if isinstance(filter_size, int | Dim) else list(filter_size)
         if len(sizes) != self.nd:
@@ -246,14 +246,9 @@ class _Conv(Module):
                 raise ValueError(f"{name}: in_dim {in_dim.name} not divisible by groups {groups}")
             filter_in = Dim(in_dim.dimension // groups, name=f"{in_dim.name}/groups")
         self.filter_in_dim = filter_in
-        self.filter = Parameter([out_dim, filter_in, *self.filter_size])
-        shape = self.filter.shape
-        window = int(np.prod(shape[2:]))
-        limit = np.sqrt(6.0 / (shape[1] * window + shape[0] * window))
-        rng = np.random.default_rng(seed)
-        self.filter.assign(rng.uniform(-limit, limit, shape).astype(np.float32))
+        self.filter = Parameter([out_dim, filter_in, *self.filter_size], initial=init.Glorot())
         self.with_bias = with_bias
-        self.bias = Parameter([out_dim]) if with_bias else None
+        self.bias = Parameter([out_dim], initial=0.0) if with_bias else None
 
     def _conv(
         self, source: Tensor, in_spatial_dims: Sequence[Dim], out_spatial_dims: Sequence[Dim] | None

@@ -1,98 +1,202 @@
-"""``rf.Parameter``, ``rf.Module``, ``rf.Linear``, ``rf.Embedding``, ``rf.LayerNorm``.
+"""``rf.Module``, ``rf.Functional``, ``rf.Linear``, ``rf.Embedding``, ``rf.LayerNorm``.
 
-Models are plain Python objects.
-
-A ``Parameter`` is a ``Tensor`` (usable in every op) that is a leaf of the autograd
-tape: ``loss.backward()`` adds ``d loss / d param`` to ``param.grad``. A ``Module``
-finds its parameters among its attributes (and those of sub-modules), as
-PyTorch's ``nn.Module`` does; there is no registration step.
+Models are plain Python objects, as in RETURNN's frontend and PyTorch: a
+``Module`` finds its parameters (``rf.Parameter``, see ``parameter.py``) and
+sub-modules among its attributes; there is no registration step. The default
+initializations are RETURNN's: ``Linear`` and ``Embedding`` weights
+``rf.init.Glorot()`` (drawn from the rf random stream, so ``rf.set_random_seed``
+makes them reproducible), biases 0, the ``LayerNorm`` scale 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from verjus._verjus import Dim, Tensor
-from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_reduce_mean as _reduce_mean
 from verjus._verjus import rf_rsqrt as _rsqrt
+from verjus.rf import init
+from verjus.rf.parameter import Parameter
 
+__all__ = ["Embedding", "Functional", "LayerNorm", "Linear", "Module", "Parameter"]
 
-class Parameter(Tensor):
-    """A float32 leaf over ``dims`` (static dims), zeros until ``assign``-ed."""
-
-    def __new__(cls, dims: Sequence[Dim]) -> Parameter:
-        shape = []
-        for d in dims:
-            if d.dimension is None:
-                raise ValueError(f"Parameter: dim {d.name} has no static size")
-            shape.append(d.dimension)
-        zeros = np.zeros(shape, np.float32)
-        return super().__new__(cls, _from_numpy(zeros, list(dims), "float32", True, None, None))
+M = TypeVar("M", bound="Module")
 
 
 class Module:
     """Base of models: subclasses set parameters and sub-modules as attributes
-    and define ``__call__``."""
+    and define ``__call__``.
 
-    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
-        """``(dotted name, parameter)`` of this module and its sub-modules, in
-        attribute order; a parameter shared by several attributes is listed once."""
+    The walks follow RETURNN's ``rf.Module``: ``named_modules`` goes breadth
+    first through the attributes (self first, as ``""``), each module once;
+    ``named_parameters`` lists, module by module in that order, the parameters
+    among its attributes, each parameter once (under its first name).
+    """
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    def named_modules(
+        self,
+        *,
+        recurse: bool = True,
+        include_self: bool = True,
+        memo: set[int] | None = None,
+        prefix: str = "",
+    ) -> Iterator[tuple[str, Module]]:
+        """``(dotted name, module)`` of this module (as ``prefix``, if
+        ``include_self``) and its sub-modules, breadth first; ``memo`` holds the
+        ids of modules already listed."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        if include_self:
+            yield prefix, self
+        queue = [(prefix, self)]
+        while queue:
+            prefix, mod = queue.pop(0)
+            for name, value in vars(mod).items():
+                if not isinstance(value, Module) or id(value) in memo:
+                    continue
+                memo.add(id(value))
+                sub_prefix = f"{prefix}.{name}" if prefix else name
+                yield sub_prefix, value
+                if recurse:
+                    queue.append((sub_prefix, value))
+
+    def modules(self, *, recurse: bool = True, include_self: bool = True) -> Iterator[Module]:
+        """The modules of ``named_modules``."""
+        for _, mod in self.named_modules(recurse=recurse, include_self=include_self):
+            yield mod
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, module)`` of the direct sub-modules."""
+        return self.named_modules(recurse=False, include_self=False)
+
+    def children(self) -> Iterator[Module]:
+        """The direct sub-modules."""
+        return self.modules(recurse=False, include_self=False)
+
+    def named_parameters(self, *, recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """``(dotted name, parameter)`` of this module and (if ``recurse``) its
+        sub-modules; a parameter shared by several attributes is listed once."""
         seen: set[int] = set()
-        for name, value in self._walk(prefix):
-            if id(value) not in seen:
-                seen.add(id(value))
-                yield name, value
+        for prefix, mod in self.named_modules() if recurse else [("", self)]:
+            for name, value in vars(mod).items():
+                if isinstance(value, Parameter) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield (f"{prefix}.{name}" if prefix else name), value
 
-    def _walk(self, prefix: str) -> Iterator[tuple[str, Parameter]]:
-        for name, value in vars(self).items():
-            if isinstance(value, Parameter):
-                yield prefix + name, value
-            elif isinstance(value, Module):
-                yield from value._walk(f"{prefix}{name}.")
+    def parameters(self, *, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters of ``named_parameters``."""
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
 
-    def parameters(self) -> list[Parameter]:
-        """The parameters (see ``named_parameters``)."""
-        return [p for _, p in self.named_parameters()]
+    @property
+    def has_parameters(self) -> bool:
+        """Whether this module or a sub-module has a parameter."""
+        return next(self.parameters(), None) is not None
+
+    def apply(self: M, fn: Callable[[Module], None]) -> M:
+        """Calls ``fn`` on every sub-module (depth first, children before their
+        parent) and then on this module; returns this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def get_deep(self, target: str) -> Any:
+        """The attribute at the dotted path ``target`` (``""``: this module)."""
+        if target == "":
+            return self
+        obj: Any = self
+        for i, name in enumerate(target.split(".")):
+            if not isinstance(obj, Module):
+                done = ".".join(target.split(".")[:i])
+                raise AttributeError(f"{self!r}: {done!r} is not an rf.Module")
+            if not hasattr(obj, name):
+                raise AttributeError(f"{obj!r} has no attribute {name!r}")
+            obj = getattr(obj, name)
+        return obj
+
+    def set_deep(self, target: str, value: Any) -> None:
+        """Sets the attribute at the dotted path ``target`` to ``value``."""
+        if target == "":
+            raise AttributeError("set_deep: cannot replace the root module")
+        prefix, _, name = target.rpartition(".")
+        mod = self.get_deep(prefix)
+        if not isinstance(mod, Module):
+            raise AttributeError(f"{self!r}: {prefix!r} is not an rf.Module")
+        setattr(mod, name, value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")
 
 
-class Linear(Module):
-    """``x @ weight + bias`` over ``in_dim`` -> ``out_dim``; the weight is drawn
-    Glorot-uniform from ``seed``, the bias starts at 0."""
+class Functional(Module):
+    """A function as a module (``Sequential`` and ``ModuleList`` wrap plain
+    callables in it)."""
 
-    def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True, seed: int = 0):
-        self.in_dim, self.out_dim = in_dim, out_dim
-        self.weight = Parameter([in_dim, out_dim])
-        fan_in, fan_out = self.weight.shape
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        rng = np.random.default_rng(seed)
-        self.weight.assign(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
-        self.bias = Parameter([out_dim]) if with_bias else None
+    def __init__(self, func: Callable[..., Any]) -> None:
+        if not callable(func):
+            raise TypeError(f"rf.Functional: expected a callable, got {type(func).__name__}")
+        self.func = func
+
+    def __repr__(self) -> str:
+        return f"Functional({getattr(self.func, '__qualname__', repr(self.func))})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+
+def _distinct(who: str, in_dim: Dim, out_dim: Dim) -> None:
+    # RETURNN gives a square weight a copy of the dim with another match
+    # priority; verjus has no match priorities, so the dims must differ.
+    if in_dim == out_dim:
+        raise ValueError(
+            f"rf.{who}: in_dim and out_dim are the same dim {in_dim.name}; "
+            "give the output its own Dim (a tensor cannot have a dim twice)"
+        )
+
+
+class Linear(Module):
+    """``source @ weight + bias`` over ``in_dim`` -> ``out_dim``; ``weight``
+    ``[in_dim, out_dim]`` starts Glorot-uniform, ``bias`` at 0."""
+
+    def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
+        _distinct("Linear", in_dim, out_dim)
+        self.in_dim, self.out_dim, self.with_bias = in_dim, out_dim, with_bias
+        self.weight = Parameter([in_dim, out_dim], initial=init.Glorot())
+        self.bias = Parameter([out_dim], initial=0.0) if with_bias else None
 
     def __call__(self, source: Tensor) -> Tensor:
+        if self.in_dim not in source.dims:
+            dims = ", ".join(d.name for d in source.dims)
+            raise ValueError(f"rf.Linear: input [{dims}] does not have in_dim {self.in_dim.name}")
         out = _matmul(source, self.weight, reduce=self.in_dim)
         return out + self.bias if self.bias is not None else out
 
 
 class Embedding(Module):
-    """A table over ``[in_dim, out_dim]`` (normal, std 1, from ``seed``); calling it
-    on integer indices over ``in_dim`` gives their rows."""
+    """A table ``weight`` over ``[in_dim, out_dim]`` (Glorot-uniform, as in
+    RETURNN); calling it on integer indices with sparse dim ``in_dim`` gives
+    their rows."""
 
-    def __init__(self, in_dim: Dim, out_dim: Dim, *, seed: int = 0):
+    def __init__(self, in_dim: Dim, out_dim: Dim):
+        _distinct("Embedding", in_dim, out_dim)
         self.in_dim, self.out_dim = in_dim, out_dim
-        self.weight = Parameter([in_dim, out_dim])
-        rng = np.random.default_rng(seed)
-        self.weight.assign(rng.standard_normal(self.weight.shape).astype(np.float32))
+        self.weight = Parameter([in_dim, out_dim], initial=init.Glorot())
 
     def __call__(self, source: Tensor) -> Tensor:
+        if source.sparse_dim != self.in_dim:
+            raise ValueError(
+                f"rf.Embedding: indices have sparse_dim {source.sparse_dim}, "
+                f"expected in_dim {self.in_dim.name}"
+            )
         return _gather(self.weight, indices=source, axis=self.in_dim)
 
 
@@ -102,9 +206,8 @@ class LayerNorm(Module):
 
     def __init__(self, in_dim: Dim, *, eps: float = 1e-6):
         self.in_dim, self.eps = in_dim, eps
-        self.scale = Parameter([in_dim])
-        self.scale.assign(np.ones(self.scale.shape, np.float32))
-        self.bias = Parameter([in_dim])
+        self.scale = Parameter([in_dim], initial=1.0)
+        self.bias = Parameter([in_dim], initial=0.0)
 
     def __call__(self, x: Tensor) -> Tensor:
         centered = x - _reduce_mean(x, axis=self.in_dim)

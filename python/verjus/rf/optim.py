@@ -2,7 +2,8 @@
 
 The updates run in Rust (the fused update ops every backend has); these
 classes hold the optimizer and its state. A step: ``opt.zero_grad()``,
-``loss.backward()``, ``opt.step()``.
+``loss.backward()``, ``opt.step()``. Parameters marked ``trainable=False``
+(RETURNN's flag on ``rf.Parameter``) are left out, as RETURNN's engine does.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from verjus._verjus import RfOptimizer, Tensor
+
+
+def _trainable(params: Iterable[Tensor]) -> list[Tensor]:
+    return [p for p in params if getattr(p, "trainable", None) is not False]
 
 
 class _Optimizer:
@@ -42,7 +47,11 @@ class SGD(_Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         self._opt = RfOptimizer.sgd(
-            list(params), lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay
+            _trainable(params),
+            lr=lr,
+            momentum=momentum,
+            nesterov=nesterov,
+            weight_decay=weight_decay,
         )
 
 
@@ -61,7 +70,7 @@ class Adam(_Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         self._opt = RfOptimizer.adam(
-            list(params),
+            _trainable(params),
             lr=lr,
             betas=betas,
             eps=eps,

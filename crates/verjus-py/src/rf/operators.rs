@@ -1,8 +1,10 @@
 //! Python's operators on `Tensor` (`+ - * / **`, comparisons): the other
 //! operand is a `Tensor` (combined by dims) or a number (a scalar op);
 //! anything else gives `NotImplemented`, so Python tries the other side.
+//! The operands are borrowed, not cloned, for the op (these are the most
+//! frequent calls).
 
-use super::PyTensor;
+use super::{compute, PyTensor};
 use crate::error::to_py_err;
 use pyo3::prelude::*;
 use verjus::ops::BinaryOp;
@@ -17,17 +19,16 @@ pub(crate) fn binary(
     reversed: bool,
 ) -> PyResult<Py<PyAny>> {
     let result = if let Ok(b) = other.cast::<PyTensor>() {
-        let (a, b) = (a.clone(), b.get().0.clone());
-        py.detach(move || {
+        let b = &b.get().0;
+        compute(py, &[a, b], || {
             if reversed {
-                combine(&b, op, &a, false)
+                combine(b, op, a, false)
             } else {
-                combine(&a, op, &b, false)
+                combine(a, op, b, false)
             }
         })
     } else if let Ok(s) = other.extract::<f64>() {
-        let a = a.clone();
-        py.detach(move || combine_scalar(&a, op, s, reversed))
+        compute(py, &[a], || combine_scalar(a, op, s, reversed))
     } else {
         return Ok(py.NotImplemented());
     };

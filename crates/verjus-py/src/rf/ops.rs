@@ -2,7 +2,7 @@
 //! are keyword-only and take a `Dim` or a sequence of them.
 
 use super::tensor::{dims_of, rf_from_numpy};
-use super::{backend, PyDim, PyTensor};
+use super::{backend, compute, PyDim, PyTensor};
 use crate::error::to_py_err;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -42,6 +42,16 @@ fn operand(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<RfTensor> {
 /// Runs `f` with the GIL released and wraps its tensor.
 fn run(py: Python<'_>, f: impl FnOnce() -> Result<RfTensor> + Send) -> PyResult<PyTensor> {
     py.detach(f).map(PyTensor).map_err(to_py_err)
+}
+
+/// [`run`] for the frequent ops: the GIL is kept for tiny CPU inputs
+/// (see [`compute`]).
+fn run_on(
+    py: Python<'_>,
+    inputs: &[&RfTensor],
+    f: impl FnOnce() -> Result<RfTensor> + Send,
+) -> PyResult<PyTensor> {
+    compute(py, inputs, f).map(PyTensor).map_err(to_py_err)
 }
 
 #[pyfunction]
@@ -86,8 +96,8 @@ fn binary(
 ) -> PyResult<PyTensor> {
     match (a.cast::<PyTensor>(), b.cast::<PyTensor>()) {
         (Ok(a), Ok(b)) => {
-            let (a, b) = (a.get().0.clone(), b.get().0.clone());
-            run(py, move || rf::combine(&a, op, &b, allow))
+            let (a, b) = (&a.get().0, &b.get().0);
+            run_on(py, &[a, b], || rf::combine(a, op, b, allow))
         }
         (Ok(a), Err(_)) => {
             let (a, s) = (a.get().0.clone(), b.extract::<f64>()?);
@@ -112,8 +122,8 @@ fn rf_matmul(
     reduce: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (a, b, reduce) = (a.0.clone(), b.0.clone(), dim_list("reduce", reduce)?);
-    run(py, move || rf::matmul(&a, &b, &reduce, use_mask))
+    let (a, b, reduce) = (&a.0, &b.0, dim_list("reduce", reduce)?);
+    run_on(py, &[a, b], || rf::matmul(a, b, &reduce, use_mask))
 }
 
 fn reduce(
@@ -123,8 +133,8 @@ fn reduce(
     axis: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (source.0.clone(), dim_list("axis", axis)?);
-    run(py, move || rf::reduce(&x, mode, &axis, use_mask))
+    let (x, axis) = (&source.0, dim_list("axis", axis)?);
+    run_on(py, &[x], || rf::reduce(x, mode, &axis, use_mask))
 }
 
 macro_rules! reduce_fn {
@@ -168,8 +178,8 @@ fn rf_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (x.0.clone(), axis.0.clone());
-    run(py, move || rf::softmax(&x, &axis, use_mask))
+    let (x, axis) = (&x.0, &axis.0);
+    run_on(py, &[x], || rf::softmax(x, axis, use_mask))
 }
 
 #[pyfunction]
@@ -180,16 +190,16 @@ fn rf_log_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (x.0.clone(), axis.0.clone());
-    run(py, move || rf::log_softmax(&x, &axis, use_mask))
+    let (x, axis) = (&x.0, &axis.0);
+    run_on(py, &[x], || rf::log_softmax(x, axis, use_mask))
 }
 
 macro_rules! unary_fn {
     ($name:ident, $op:ident) => {
         #[pyfunction]
         fn $name(py: Python<'_>, x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-            let x = x.0.clone();
-            run(py, move || rf::activation(&x, UnaryOp::$op))
+            let x = &x.0;
+            run_on(py, &[x], || rf::activation(x, UnaryOp::$op))
         }
     };
 }

@@ -1,0 +1,282 @@
+"""Per-op overhead of verjus.rf against raw PyTorch and RETURNN's rf on PyTorch.
+
+The ops run on tiny tensors, so what is timed is the framework's own cost per
+call (argument handling, dim matching, dispatch, allocation, the autograd
+record), not arithmetic:
+
+- ``add``: ``a + b``, both ``[batch=8, f=32]`` in the same order;
+- ``add_permuted``: ``a + b`` with ``b`` stored as ``[f, batch]`` (torch:
+  ``a + b.T``);
+- ``matmul``: ``[batch, f] x [f, g]`` reducing ``f``, a 32x32 weight;
+- ``reduce_sum``: over ``f`` of ``[batch, f]``;
+- ``softmax``: over ``f`` of ``[batch, f]``;
+- ``masked_mean``: the mean over a dynamic time dim of ``[batch=8, time=20,
+  f=32]`` with per-sequence lengths; torch as a torch user writes it: the mask
+  from the lengths, multiply, sum, divide by the lengths.
+
+Columns: verjus.rf (``verjus.rf``), raw PyTorch, RETURNN's ``returnn.frontend``
+with its torch backend (``rf.select_backend_torch()``), all in this one process,
+with the same number of threads. Every op of every library is timed in turn
+within each sample round (interleaved, so a load change hits all of them), a
+sample repeating the op until it lasts ``MIN_SAMPLE_S``; the table gives the
+median microseconds per op over the samples, and the ratios verjus/torch and
+verjus/returnn (below 1: verjus is faster). The targets: verjus.rf at most 1.0x
+torch and 0.3x RETURNN on every op. A library that cannot be imported shows
+"skipped" with the reason after the table.
+
+    python benches/rf_overhead.py [--quick] [--threads N] [--cpu-time] [--markdown FILE]
+
+(``python benches/run.py --rf`` runs the same.) Needs the verjus Python package
+built (``maturin develop --release``); torch and returnn are optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run as harness  # benches/run.py: the shared helpers
+
+BATCH, FEAT, TIME = 8, 32, 20
+LENGTHS = [20, 17, 15, 12, 10, 8, 5, 3]
+OPS = ["add", "add_permuted", "matmul", "reduce_sum", "softmax", "masked_mean"]
+LIBS = ["verjus", "torch", "returnn"]
+TARGETS = {"torch": 1.0, "returnn": 0.3}
+
+Workloads = dict[str, Callable[[], object]]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer samples (5 instead of 15)")
+    p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
+    p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    p.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time the calling thread's CPU time instead of wall time (steadier on a busy "
+        "machine; the tiny ops here all run on the calling thread)",
+    )
+    return p.parse_args(argv)
+
+
+def inputs(np):
+    """The same values for every library: a, b [batch, f], w [f, g], x [batch, time, f]."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((BATCH, FEAT), dtype=np.float32)
+    b = rng.standard_normal((BATCH, FEAT), dtype=np.float32)
+    w = rng.standard_normal((FEAT, FEAT), dtype=np.float32)
+    x = rng.standard_normal((BATCH, TIME, FEAT), dtype=np.float32)
+    return a, b, w, x, np.array(LENGTHS, np.int32)
+
+
+def verjus_workloads(np) -> Workloads:
+    from verjus import rf
+
+    a_, b_, w_, x_, lens_ = inputs(np)
+    batch, f, g = rf.Dim(BATCH, name="batch"), rf.Dim(FEAT, name="f"), rf.Dim(FEAT, name="g")
+    time_dim = rf.Dim(rf.convert_to_tensor(lens_, dims=[batch]), name="time")
+    a = rf.convert_to_tensor(a_, dims=[batch, f])
+    b = rf.convert_to_tensor(b_, dims=[batch, f])
+    bt = rf.convert_to_tensor(np.ascontiguousarray(b_.T), dims=[f, batch])
+    w = rf.convert_to_tensor(w_, dims=[f, g])
+    x = rf.convert_to_tensor(x_, dims=[batch, time_dim, f])
+    return {
+        "add": lambda: a + b,
+        "add_permuted": lambda: a + bt,
+        "matmul": lambda: rf.matmul(a, w, reduce=f),
+        "reduce_sum": lambda: rf.reduce_sum(a, axis=f),
+        "softmax": lambda: rf.softmax(a, axis=f),
+        "masked_mean": lambda: rf.reduce_mean(x, axis=time_dim),
+    }
+
+
+def torch_workloads(np) -> Workloads:
+    import torch
+
+    a_, b_, w_, x_, lens_ = inputs(np)
+    a, b, w, x = (torch.from_numpy(v) for v in (a_, b_, w_, x_))
+    bt = torch.from_numpy(np.ascontiguousarray(b_.T))
+    lens = torch.from_numpy(lens_)
+
+    def masked_mean():
+        mask = torch.arange(x.shape[1]) < lens[:, None]  # [batch, time]
+        return (x * mask[:, :, None]).sum(dim=1) / lens[:, None]
+
+    return {
+        "add": lambda: a + b,
+        "add_permuted": lambda: a + bt.T,
+        "matmul": lambda: a @ w,
+        "reduce_sum": lambda: a.sum(dim=1),
+        "softmax": lambda: torch.softmax(a, dim=1),
+        "masked_mean": masked_mean,
+    }
+
+
+def returnn_workloads(np) -> Workloads:
+    import returnn.frontend as rrf
+    import torch
+    from returnn.tensor import Dim
+
+    rrf.select_backend_torch()
+    a_, b_, w_, x_, lens_ = inputs(np)
+    batch, f, g = Dim(BATCH, name="batch"), Dim(FEAT, name="f"), Dim(FEAT, name="g")
+    time_dim = Dim(rrf.convert_to_tensor(torch.from_numpy(lens_), dims=[batch]), name="time")
+
+    def tensor(v, dims):
+        return rrf.convert_to_tensor(torch.from_numpy(np.ascontiguousarray(v)), dims=dims)
+
+    a, b, bt = tensor(a_, [batch, f]), tensor(b_, [batch, f]), tensor(b_.T, [f, batch])
+    w, x = tensor(w_, [f, g]), tensor(x_, [batch, time_dim, f])
+    return {
+        "add": lambda: a + b,
+        "add_permuted": lambda: a + bt,
+        "matmul": lambda: rrf.matmul(a, w, reduce=f),
+        "reduce_sum": lambda: rrf.reduce_sum(a, axis=f),
+        "softmax": lambda: rrf.softmax(a, axis=f),
+        "masked_mean": lambda: rrf.reduce_mean(x, axis=time_dim),
+    }
+
+
+def check_agreement(np, libs: dict[str, Workloads]) -> None:
+    """Fails loudly if the libraries do not compute the same values."""
+
+    def values(lib: str, op: str):
+        out = libs[lib][op]()
+        if lib == "verjus":
+            return out.numpy()
+        raw = out.raw_tensor if lib == "returnn" else out
+        return raw.detach().numpy()
+
+    for op in OPS:
+        want = values("torch", op) if "torch" in libs else None
+        for lib in libs:
+            got = values(lib, op)
+            if want is not None and not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+                raise SystemExit(f"{lib} {op} differs from torch: the comparison would be unfair")
+
+
+def calls_per_sample(f: Callable[[], object]) -> int:
+    for _ in range(20):  # warm-up: caches, lazy initialisation
+        f()
+    start = time.perf_counter()
+    for _ in range(50):
+        f()
+    once = (time.perf_counter() - start) / 50
+    return max(1, min(100_000, int(harness.MIN_SAMPLE_S / max(once, 1e-9))))
+
+
+def measure(
+    libs: dict[str, Workloads], samples: int, clock: Callable[[], float]
+) -> dict[tuple[str, str], float]:
+    """Median microseconds per call for every (lib, op), samples interleaved."""
+    calls = {(lib, op): calls_per_sample(w[op]) for lib, w in libs.items() for op in OPS}
+    times: dict[tuple[str, str], list[float]] = {key: [] for key in calls}
+    for _ in range(samples):
+        for op in OPS:
+            for lib, w in libs.items():
+                f, n = w[op], calls[(lib, op)]
+                start = clock()
+                for _ in range(n):
+                    f()
+                times[(lib, op)].append((clock() - start) * 1e6 / n)
+    return {key: statistics.median(v) for key, v in times.items()}
+
+
+HEADER = ["op", "verjus.rf µs", "torch µs", "returnn rf µs", "verjus/torch", "verjus/returnn"]
+
+
+def table_rows(us: dict[tuple[str, str], float], libs: dict, skipped: dict) -> list[list[str]]:
+    rows = []
+    for op in OPS:
+        v = us.get(("verjus", op))
+        row = [op]
+        for lib in LIBS:
+            row.append("skipped" if lib in skipped else harness.fmt(us.get((lib, op))))
+        for lib in ("torch", "returnn"):
+            r = harness.ratio(v, us.get((lib, op)))
+            mark = "" if r is None or r <= TARGETS[lib] else " (over target)"
+            row.append("-" if r is None else f"{r:.2f}{mark}" if r >= 0.01 else f"{r:.1e}{mark}")
+        rows.append(row)
+    return rows
+
+
+def text_table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+
+    def line(r):
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+
+    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def markdown_table(rows: list[list[str]], context: list[str]) -> str:
+    out = [*(f"- {c}" for c in context), "", "| " + " | ".join(HEADER) + " |"]
+    out.append("|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|")
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f}: other processes will distort the timings")
+    for var in harness.THREAD_VARS:  # before numpy, torch or verjus start their pools
+        os.environ[var] = str(args.threads)
+    import numpy as np
+
+    samples = 5 if args.quick else 15
+    libs: dict[str, Workloads] = {"verjus": verjus_workloads(np)}
+    skipped: dict[str, str] = {}
+    versions = {"numpy": np.__version__}
+    torch = harness.import_optional("torch")
+    if torch is None:
+        skipped["torch"] = "PyTorch is not installed"
+    else:
+        torch.set_num_threads(args.threads)
+        libs["torch"] = torch_workloads(np)
+        versions["torch"] = torch.__version__
+    try:
+        if torch is None:
+            raise ImportError("RETURNN's rf here runs on PyTorch, which is not installed")
+        libs["returnn"] = returnn_workloads(np)
+        import returnn
+
+        versions["returnn"] = returnn.__version__
+    except Exception as e:  # an import error or an incompatible RETURNN
+        skipped["returnn"] = f"{type(e).__name__}: {e}"
+    check_agreement(np, libs)
+
+    clock = time.thread_time if args.cpu_time else time.perf_counter
+    us = measure(libs, samples, clock)
+    context = [
+        f"CPU: {harness.cpu_name()}, {os.cpu_count()} logical cores",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M')}",
+        f"Command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+        f"Run: {args.threads} threads, {samples} interleaved samples (median), "
+        f"{'calling-thread CPU time' if args.cpu_time else 'wall time'}, "
+        f"start load average {load:.1f}",
+        "Libraries: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+        f"Targets: verjus.rf <= {TARGETS['torch']}x torch and <= {TARGETS['returnn']}x RETURNN",
+    ]
+    rows = table_rows(us, libs, skipped)
+    print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
+    for lib, why in skipped.items():
+        print(f"skipped {lib}: {why}")
+    if args.markdown:
+        args.markdown.write_text(markdown_table(rows, context))
+        print(f"\nwrote {args.markdown}")
+
+
+if __name__ == "__main__":
+    main()

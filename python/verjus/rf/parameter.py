@@ -1,0 +1,139 @@
+"""``rf.Parameter``: a trainable leaf tensor, after RETURNN's ``rf.Parameter``.
+
+A ``Parameter`` is a ``Tensor`` (usable in every op) that is a leaf of the
+autograd tape: ``loss.backward()`` adds ``d loss / d param`` to ``param.grad``.
+Its values start at zero and are set by ``initial`` (a number, a Tensor, a
+numpy array or an ``rf.init.ParamInit``, which is called with the dims) or by
+``assign``. As in RETURNN, ``initial`` keeps what it was given, so an
+initializer (not its values) is what describes the parameter.
+
+``trainable`` is RETURNN's flag: None (the default) means trainable; the
+optimizers of ``verjus.rf.optim`` skip parameters whose flag is False. Only
+float32 parameters exist for now; other dtypes raise ValueError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus.rf.init import ParamInit, ParamInitType
+
+
+def _static_shape(dims: Sequence[Dim]) -> list[int]:
+    shape = []
+    for d in dims:
+        if not isinstance(d, Dim):
+            raise TypeError(f"rf.Parameter: dims must be Dims, got {type(d).__name__}")
+        if d.dimension is None:
+            raise ValueError(f"rf.Parameter: dim {d.name} has no static size")
+        shape.append(d.dimension)
+    if len(set(dims)) != len(dims):
+        names = ", ".join(d.name for d in dims)
+        raise ValueError(f"rf.Parameter: dims must be unique, got [{names}]")
+    return shape
+
+
+class Parameter(Tensor):
+    """A float32 leaf over ``dims`` (static dims); see the module doc.
+
+    ``Parameter(dims, dtype=None, *, initial=None, trainable=None,
+    weight_decay=0.0, auxiliary=False)``; ``Parameter(tensor)`` takes dims and
+    initial values from ``tensor``.
+    """
+
+    def __new__(cls, dims_or_tensor: Any = None, dtype: str | None = None, **kwargs: Any):
+        dims = kwargs.get("dims")
+        if isinstance(dims_or_tensor, Tensor):
+            dims = dims or dims_or_tensor.dims
+            dtype = dtype or dims_or_tensor.dtype
+        elif dims_or_tensor is not None:
+            if dims is not None:
+                raise ValueError("rf.Parameter: dims given twice")
+            dims = dims_or_tensor
+        if dims is None:
+            raise ValueError("rf.Parameter: dims must be given")
+        if not isinstance(dims, (list, tuple)):
+            raise TypeError(f"rf.Parameter: dims must be a sequence of Dims, got {type(dims)}")
+        if dtype not in (None, "float32"):
+            raise ValueError(f"rf.Parameter: only float32 parameters are supported, got {dtype!r}")
+        zeros = np.zeros(_static_shape(dims), np.float32)
+        return super().__new__(cls, _from_numpy(zeros, list(dims), "float32", True, None, None))
+
+    def __init__(
+        self,
+        dims_or_tensor: Sequence[Dim] | Tensor | None = None,
+        dtype: str | None = None,
+        *,
+        dims: Sequence[Dim] | None = None,
+        sparse_dim: Dim | None = None,
+        trainable: bool | None = None,
+        auxiliary: bool = False,
+        non_critical_for_restore: bool = False,
+        weight_decay: float | None = 0.0,
+        initial: ParamInitType | np.ndarray | None = None,
+        device: str | None = None,
+    ) -> None:
+        if sparse_dim is not None:
+            raise ValueError(f"rf.Parameter: sparse parameters are not supported ({sparse_dim})")
+        if isinstance(dims_or_tensor, Tensor):
+            if initial is not None:
+                raise ValueError("rf.Parameter: initial given twice (a Tensor and initial=)")
+            initial = dims_or_tensor
+        self.trainable = trainable
+        self.auxiliary = auxiliary
+        self.non_critical_for_restore = non_critical_for_restore
+        self.weight_decay = weight_decay
+        self.initial = initial
+
+    @property
+    def initial(self) -> ParamInitType | np.ndarray | None:
+        """What the values were initialized from (assigning it sets them)."""
+        return self._initial
+
+    @initial.setter
+    def initial(self, value: ParamInitType | np.ndarray | None) -> None:
+        self._initial = value
+        if isinstance(value, ParamInit):
+            value = value(list(self.dims), self.dtype)
+        self.assign(0.0 if value is None else value)
+
+    @property
+    def weight_decay(self) -> float:
+        """RETURNN's per-parameter weight decay (0 unless set)."""
+        return self._weight_decay or 0.0
+
+    @weight_decay.setter
+    def weight_decay(self, value: float | None) -> None:
+        self._weight_decay = value
+
+    def assign(self, value: Tensor | np.ndarray | float) -> None:
+        """Replaces the values by ``value``: a Tensor with the same dims (in any
+        order), a numpy array of this shape, or a number for every element.
+        Graphs recorded before keep the old values."""
+        if isinstance(value, Tensor):
+            if set(value.dims) != set(self.dims) or len(value.dims) != len(self.dims):
+                mine = ", ".join(d.name for d in self.dims)
+                theirs = ", ".join(d.name for d in value.dims)
+                raise ValueError(
+                    f"rf.Parameter.assign: value has dims [{theirs}], the parameter [{mine}]"
+                )
+            array = value.copy_transpose(list(self.dims)).numpy()
+        elif np.isscalar(value):
+            array = np.full(self.shape, value, np.float32)
+        else:
+            array = np.asarray(value)
+            if array.shape != tuple(self.shape):
+                raise ValueError(
+                    f"rf.Parameter.assign: value has shape {array.shape}, "
+                    f"the parameter {tuple(self.shape)}"
+                )
+        Tensor.assign(self, np.ascontiguousarray(array, dtype=np.float32))
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{d.name}({d.dimension})" for d in self.dims)
+        return f"Parameter([{dims}])"
