@@ -203,9 +203,17 @@ def test_concat_pad_merge_over_dynamic_dims() -> None:
 
 
 def test_default_device() -> None:
+    import verjus
+
     assert rf.get_default_device() == "cpu"
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    if verjus.cuda.is_available():
         rf.set_default_device("cuda")
+        assert rf.get_default_device() == "cuda:0"
+        rf.set_default_device("cpu")
+    else:
+        # The error names what is missing (driver, cuBLAS, cuDNN or NVRTC).
+        with pytest.raises(RuntimeError, match="cuda:0: no CUDA"):
+            rf.set_default_device("cuda")
     assert rf.get_default_device() == "cpu"
     with pytest.raises(ValueError, match="unknown device"):
         rf.set_default_device("tpu")

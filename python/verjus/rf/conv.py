@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_conv as _conv
 from verjus._verjus import rf_pool as _pool
