@@ -111,7 +111,7 @@ impl Network {
         let be = device::backend(device)?;
         py.detach(|| {
             let mut model = shared::write(&self.model)?;
-            model.to_device(be).map_err(to_py_err)
+            model.move_to(be).map_err(to_py_err)
         })
     }
 

@@ -78,7 +78,7 @@ impl Model {
 
     /// Moves the network (and a trainer's solver state) to `be`'s device; on an
     /// error nothing changes.
-    pub(crate) fn to_device(&mut self, be: BackendRef) -> Result<()> {
+    pub(crate) fn move_to(&mut self, be: BackendRef) -> Result<()> {
         match self {
             Model::Bare { net, be: old } => {
                 net.to_device(&**old, &*be)?;

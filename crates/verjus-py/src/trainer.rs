@@ -66,7 +66,7 @@ impl Trainer {
             let mut guard = shared::write(&model)?;
             let be = match target {
                 Some(be) => {
-                    guard.to_device(BackendRef::clone(&be)).map_err(to_py_err)?;
+                    guard.move_to(BackendRef::clone(&be)).map_err(to_py_err)?;
                     be
                 }
                 None => BackendRef::clone(guard.network()?.1),
