@@ -9,7 +9,12 @@
 //! the failures (zero) and the accuracy on the first 2000 test images before
 //! and after each swap.
 //!
-//! `cargo run --release --example hot_swap [-- --mlp-steps N --cnn-steps N --out DIR]`
+//! `cargo run --release --example hot_swap [-- --mlp-steps N --cnn-steps N --out DIR --device cpu|cuda|cuda:N]`
+//!
+//! `--device` picks where training and serving compute (`verjus::backend`); the
+//! requests are host batches uploaded to it and the logits are downloaded, as a
+//! server would. Without a GPU, `--device cuda` exits with an error naming what
+//! is missing.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +24,7 @@ use verjus::nn::data::{load_fashion_mnist, Dataset, Split};
 use verjus::nn::def::NetworkDef;
 use verjus::nn::solver::{Adam, Solver};
 use verjus::nn::{Loss, Network, Runner, Trainer};
-use verjus::{BackendRef, Device, Error, Result, Tensor};
+use verjus::{ops, BackendRef, Device, Error, Result, Tensor};
 
 const BATCH: usize = 128;
 const SERVE_BATCH: usize = 32;
@@ -43,6 +48,7 @@ struct Args {
     mlp_steps: usize,
     cnn_steps: usize,
     out: PathBuf,
+    device: Device,
 }
 
 fn args() -> Result<Args> {
@@ -50,6 +56,7 @@ fn args() -> Result<Args> {
         mlp_steps: 469,
         cnn_steps: 150,
         out: PathBuf::from("runs/hot_swap"),
+        device: Device::Cpu,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -65,6 +72,7 @@ fn args() -> Result<Args> {
             "--mlp-steps" => args.mlp_steps = number()?,
             "--cnn-steps" => args.cnn_steps = number()?,
             "--out" => args.out = value.into(),
+            "--device" => args.device = value.parse()?,
             other => {
                 return Err(Error::invalid(
                     "arguments",
@@ -118,13 +126,13 @@ fn train(def: NetworkDef, steps: usize, data: &Dataset, be: &BackendRef, out: &P
     Ok(())
 }
 
-/// Examples `start..start + n` of `data` as a batch.
-fn rows(data: &Dataset, start: usize, n: usize) -> Result<Tensor> {
+/// Examples `start..start + n` of `data` as a batch on `be`'s device.
+fn rows(be: &BackendRef, data: &Dataset, start: usize, n: usize) -> Result<Tensor> {
     let unit: usize = data.examples().dims()[1..].iter().product();
     let values = data.examples().as_slice::<f32>()?[start * unit..(start + n) * unit].to_vec();
     let mut dims = data.examples().dims().to_vec();
     dims[0] = n;
-    Tensor::from_vec(dims, values)
+    ops::upload(&**be, &Tensor::from_vec(dims, values)?)
 }
 
 /// The runner's accuracy on the first [`ACCURACY_EXAMPLES`] of `data`.
@@ -134,8 +142,10 @@ fn accuracy(runner: &Runner, data: &Dataset) -> Result<f64> {
     let mut correct = 0;
     for start in (0..total).step_by(500) {
         let n = 500.min(total - start);
-        let (out, _) = runner.infer(&[&rows(data, start, n)?])?;
-        let logits = out[0].as_slice::<f32>()?;
+        let be = runner.backend();
+        let (out, _) = runner.infer(&[&rows(be, data, start, n)?])?;
+        let logits = ops::download(&**be, &out[0])?;
+        let logits = logits.as_slice::<f32>()?;
         for (i, row) in logits.chunks_exact(10).enumerate() {
             let best = (0..10).fold(0, |b, k| if row[k] > row[b] { k } else { b });
             correct += usize::from(best as i64 == labels[start + i]);
@@ -146,7 +156,7 @@ fn accuracy(runner: &Runner, data: &Dataset) -> Result<f64> {
 
 fn run() -> Result<()> {
     let args = args()?;
-    let be = verjus::backend(Device::Cpu)?;
+    let be = verjus::backend(args.device)?;
     let train_set = load_fashion_mnist(Split::Train, None)?;
     let test = Arc::new(load_fashion_mnist(Split::Test, None)?);
     let (mlp, cnn) = (args.out.join("mlp"), args.out.join("cnn"));
@@ -170,7 +180,7 @@ fn run() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let servers: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (runner, test) = (Arc::clone(&runner), Arc::clone(&test));
+            let (runner, test, be) = (Arc::clone(&runner), Arc::clone(&test), be.clone());
             let (requests, failures, stop) = (
                 Arc::clone(&requests),
                 Arc::clone(&failures),
@@ -180,7 +190,7 @@ fn run() -> Result<()> {
                 let mut start = t * 997;
                 while !stop.load(Ordering::Relaxed) {
                     start = (start + SERVE_BATCH) % (test.len() - SERVE_BATCH);
-                    let ok = rows(&test, start, SERVE_BATCH)
+                    let ok = rows(&be, &test, start, SERVE_BATCH)
                         .and_then(|x| runner.infer(&[&x]))
                         .is_ok_and(|(out, _)| out[0].dims() == [SERVE_BATCH, 10]);
                     requests.fetch_add(1, Ordering::Relaxed);

@@ -91,7 +91,8 @@ def test_predict_reports_accuracy_and_a_confusion_matrix(trained_run, fashion_di
     )
     assert matrix_total == 128
     # A run folder works as the weights argument too.
-    again = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out), "--data", str(fashion_dir))
+    again = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out), "--data", str(fashion_dir),
+                    "--device", "cpu")  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert f"accuracy {accuracy:.4f}" in again.stdout
 
@@ -120,6 +121,29 @@ def test_errors_are_one_line_and_exit_1(tmp_path, fashion_dir):
     assert no_data.returncode == 1
     assert "apt-get install dataset-fashion-mnist" in no_data.stderr
     assert "Traceback" not in no_data.stderr
+
+
+@pytest.mark.skipif(verjus.cuda.is_available(), reason="CUDA works here")
+def test_a_missing_gpu_is_a_one_line_error(tmp_path, fashion_dir):
+    net = str(NETS / "fashion_mlp.json")
+    commands = [
+        ("train", net, "--data", str(fashion_dir), "--device", "cuda",
+         "--out", str(tmp_path / "r")),
+        ("predict", net, str(tmp_path / "w.safetensors"), "--data", str(fashion_dir),
+         "--device", "cuda:1"),
+    ]  # fmt: skip
+    for args in commands:
+        result = run_cli(*args)
+        assert result.returncode == 1, args
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("verjus: error: device cuda:"), lines[0]
+        assert ".so" in lines[0] or "driver" in lines[0], lines[0]
+    assert not (tmp_path / "r").exists()
+    bad = run_cli("train", net, "--data", str(fashion_dir), "--device", "gpu")
+    assert bad.returncode == 1
+    assert '"gpu"' in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_the_console_script_is_installed():

@@ -152,4 +152,6 @@ def test_saved_weights_are_plain_safetensors(tmp_path):
 
 
 def test_repr_names_inputs_outputs_and_size():
-    assert repr(linear_net()) == "Network(inputs=[input(4,)], outputs=[fc(3,)], parameters=15)"
+    assert repr(linear_net()) == (
+        "Network(inputs=[input(4,)], outputs=[fc(3,)], parameters=15, device='cpu')"
+    )

@@ -7,7 +7,14 @@
 //! epoch's steps, running loss and examples per second when stderr is a terminal.
 //!
 //! Options: `--epochs N`, `--seed N` (initialisation and shuffling),
-//! `--data DIR` (else `$VERJUS_FASHION_MNIST`, else Debian's install directory).
+//! `--data DIR` (else `$VERJUS_FASHION_MNIST`, else Debian's install directory),
+//! `--device cpu|cuda|cuda:N` (default `cpu`).
+//!
+//! The device is chosen with a value, not a type: `verjus::backend(device)`
+//! gives its backend (or, without a GPU, an error naming what is missing, which
+//! is reported before any data is read). The network is built on that device,
+//! and the trainer uploads each host minibatch there; the same code runs on
+//! every device.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::error::Error as StdError;
@@ -43,6 +50,7 @@ struct Args {
     epochs: usize,
     seed: u64,
     data: Option<PathBuf>,
+    device: Device,
 }
 
 fn parse_args(default_epochs: usize) -> AnyResult<Args> {
@@ -50,6 +58,7 @@ fn parse_args(default_epochs: usize) -> AnyResult<Args> {
         epochs: default_epochs,
         seed: 0,
         data: None,
+        device: Device::Cpu,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -57,8 +66,9 @@ fn parse_args(default_epochs: usize) -> AnyResult<Args> {
             "--epochs" => args.epochs = value(&flag, it.next())?,
             "--seed" => args.seed = value(&flag, it.next())?,
             "--data" => args.data = Some(value::<String>(&flag, it.next())?.into()),
+            "--device" => args.device = device(&flag, it.next())?,
             "-h" | "--help" => {
-                println!("options: --epochs N  --seed N  --data DIR");
+                println!("options: --epochs N  --seed N  --data DIR  --device cpu|cuda|cuda:N");
                 std::process::exit(0);
             }
             other => {
@@ -82,6 +92,13 @@ fn value<T: std::str::FromStr>(flag: &str, value: Option<String>) -> AnyResult<T
         .map_err(|_| bad(&format!("a valid value, not {value:?}")))?)
 }
 
+/// The device named after `flag` (`cpu`, `cuda`, `cuda:N`).
+pub fn device(flag: &str, value: Option<String>) -> AnyResult<Device> {
+    let value =
+        value.ok_or_else(|| Error::invalid("arguments", format!("{flag} needs a value")))?;
+    Ok(value.parse()?)
+}
+
 fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
     let args = parse_args(default_epochs)?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -89,21 +106,24 @@ fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
         .join(net_file);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::file(&path, e.to_string()))?;
     let def = NetworkDef::from_json(&text)?;
+    // The device first: a missing GPU is reported before the data loads.
+    let be = verjus::backend(args.device)?;
 
     let train = load_fashion_mnist(Split::Train, args.data.as_deref())?;
     let test = load_fashion_mnist(Split::Test, args.data.as_deref())?;
 
-    let be = verjus::backend(Device::Cpu)?;
     let net = Network::build(def, &*be, args.seed)?;
     let loss = Loss::SoftmaxCrossEntropy {
         label_smoothing: 0.0,
     };
     let mut trainer = Trainer::new(net, Solver::new(Adam::new(LR)), loss, be);
     println!(
-        "{net_file}: {} training and {} test images, Adam lr {LR}, batch {BATCH}, {} epochs",
+        "{net_file}: {} training and {} test images, Adam lr {LR}, batch {BATCH}, {} epochs, \
+         device {}",
         train.len(),
         test.len(),
-        args.epochs
+        args.epochs,
+        args.device
     );
 
     let style = ProgressStyle::with_template(

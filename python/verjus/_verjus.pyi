@@ -45,18 +45,29 @@ def fashion_mnist(
     """
 
 class Network:
-    """A built network (static graph) and its parameters, on the CPU.
+    """A built network (static graph) and its parameters, on one device.
 
     A ``Trainer`` made from a network trains *this* network: the two share it,
-    so ``forward`` and ``state_dict`` see the trained weights.
+    so ``forward`` and ``state_dict`` see the trained weights. Devices are
+    ``"cpu"``, ``"cuda"`` or ``"cuda:N"``: a malformed name is a ``ValueError``, a
+    device that cannot be used here a ``RuntimeError`` naming what is missing.
     """
 
     @staticmethod
-    def from_json(text: str, seed: int = 0) -> Network:
-        """Parses and builds a ``NetworkDef`` (JSON text); parameters are drawn from ``seed``.
+    def from_json(text: str, seed: int = 0, device: str = "cpu") -> Network:
+        """Parses and builds a ``NetworkDef`` (JSON text) on ``device``; parameters are
+        drawn there from ``seed`` (the same values on every device).
 
         A definition error is a ``ValueError`` naming the layer and the shapes.
         """
+
+    @property
+    def device(self) -> str:
+        """The device the parameters live on and ``forward`` computes on (``"cuda:0"``)."""
+
+    def to(self, device: str) -> None:
+        """Moves the parameters to ``device`` (bit-identical), and the solver state of
+        the ``Trainer`` that trains this network with them; on an error nothing moves."""
 
     def to_json(self) -> str:
         """The definition as JSON (what ``from_json`` reads)."""
@@ -77,7 +88,8 @@ class Network:
         """Number of learnable scalars (shared parameters counted once)."""
 
     def forward(self, inputs: Sequence[npt.ArrayLike]) -> list[npt.NDArray[np.float32]]:
-        """Inference (training off, no dropout) on one batch; one array per input.
+        """Inference (training off, no dropout) on one batch; one array per input,
+        uploaded to the network's device, the outputs downloaded.
 
         Each input is ``[batch, *unit_shape]``; a C-contiguous float32 array is read
         without a copy, other float arrays and non-contiguous ones are converted,
@@ -93,8 +105,8 @@ class Network:
         missing name is a ``ValueError`` naming the parameter and both shapes."""
 
     @staticmethod
-    def load(folder: str) -> Network:
-        """Loads a network folder (``save``'s, or a training checkpoint) onto the CPU:
+    def load(folder: str, device: str = "cpu") -> Network:
+        """Loads a network folder (``save``'s, or a training checkpoint) onto ``device``:
         definition, seed and weights, each file checked against ``checkpoint.json``
         before anything is built. File problems are ``OSError``, a definition or
         weights that do not fit ``ValueError``; both name the file."""
@@ -126,7 +138,7 @@ class Trainer:
     """Trains one network with one solver and one loss on one device."""
 
     def __init__(
-        self, network: Network, solver_json: str, loss_json: str, device: str = "cpu"
+        self, network: Network, solver_json: str, loss_json: str, device: str | None = None
     ) -> None:
         """``solver_json`` is a ``SolverConfig``: ``{"rule": {"Adam": {...}} | {"Sgd": {...}},
         "schedule": "Constant" | {"Step": {...}} | {"Cosine": {...}}, "clip_norm": float | null}``
@@ -136,7 +148,9 @@ class Trainer:
         ``eps`` 1e-8), and an unknown field is an error. ``loss_json`` is a
         ``Loss``: ``{"type": "SoftmaxCrossEntropy", "label_smoothing": 0.0}``,
         ``{"type": "Nll"}`` or ``{"type": "Mse"}``. ``device`` is ``"cpu"``, ``"cuda"`` or
-        ``"cuda:N"``; a device that is not there is a ``RuntimeError`` naming what is missing.
+        ``"cuda:N"``; ``None`` trains the network where it lives, another device moves the
+        network there first (like ``Network.to``). A device that is not there is a
+        ``RuntimeError`` naming what is missing, and the network stays where it was.
         Bad settings are a ``ValueError`` naming the field."""
 
     @staticmethod
@@ -151,6 +165,10 @@ class Trainer:
     @property
     def network(self) -> Network:
         """The network this trainer trains (the same object it was made with)."""
+
+    @property
+    def device(self) -> str:
+        """The device this trainer and its network compute on."""
 
     @property
     def step(self) -> int:
@@ -190,14 +208,18 @@ class Trainer:
         and propagates. Returns the mean training loss over the epoch's examples."""
 
 class Runner:
-    """Serves inference from a network that can be swapped at run time (on the CPU)."""
+    """Serves inference from a network that can be swapped at run time, on one device."""
 
-    def __init__(self, network: Network) -> None:
-        """Serves a copy of ``network``."""
+    def __init__(self, network: Network, device: str = "cpu") -> None:
+        """Serves a copy of ``network`` on ``device``."""
 
     @staticmethod
-    def from_checkpoint(folder: str) -> Runner:
-        """Serves the network of a checkpoint (or network) folder."""
+    def from_checkpoint(folder: str, device: str = "cpu") -> Runner:
+        """Serves the network of a checkpoint (or network) folder on ``device``."""
+
+    @property
+    def device(self) -> str:
+        """The device the served networks live and compute on."""
 
     @property
     def generation(self) -> int:

@@ -3,7 +3,7 @@
     verjus train NET.json --data fashion-mnist --epochs 3 --optimizer adam --lr 1e-3 \\
         --batch-size 128 --device cpu --out runs/cnn
     verjus info NET.json
-    verjus predict NET.json WEIGHTS --data fashion-mnist --split test
+    verjus predict NET.json WEIGHTS --data fashion-mnist --split test --device cpu
 
 ``train`` prints the training loss and the test loss and accuracy after each
 epoch and keeps a run folder up to date (rewritten atomically after every
@@ -14,6 +14,10 @@ epoch, so an interrupted run leaves usable files): a training checkpoint
 it ``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``, which the
 checkpoint saves keep.
 ``predict`` prints the accuracy and the confusion matrix of saved weights.
+
+``--device`` (``cpu``, ``cuda``, ``cuda:N``) is where the network is built and
+computes; a device that cannot be used here (no GPU, a CUDA library missing)
+is a one-line error naming what is missing, before any data is read.
 
 ``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
 the folder in ``$VERJUS_FASHION_MNIST``) or a folder holding the four IDX
@@ -97,17 +101,18 @@ class _RunFolder(Callback):
 
 
 def _train(args: argparse.Namespace) -> int:
-    net = Network.from_def(args.network, seed=args.seed)
+    # Built on the device first: a device that is not there fails before the data loads.
+    net = Network.from_def(args.network, seed=args.seed, device=args.device)
     data_dir = _data_dir(args.data)
     x, y = fashion_mnist("train", data_dir)
     test = fashion_mnist("test", data_dir)
     optimizer = _optimizer(args)
-    trainer = Trainer(net, optimizer, "cross_entropy", device=args.device)
+    trainer = Trainer(net, optimizer, "cross_entropy")
     name = Path(args.network).name
     print(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
         f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, {args.epochs} epochs, "
-        f"device {args.device}",
+        f"device {trainer.device}",
         flush=True,
     )
     out = Path(args.out)
@@ -157,7 +162,7 @@ def _format_confusion(matrix: npt.NDArray[np.int64], names: Sequence[str]) -> st
 
 
 def _predict(args: argparse.Namespace) -> int:
-    net = Network.from_def(args.network)
+    net = Network.from_def(args.network, device=args.device)
     weights = Path(args.weights)
     net.load_weights(weights / WEIGHTS_FILE if weights.is_dir() else weights)
     x, y = fashion_mnist(args.split, _data_dir(args.data))
@@ -211,6 +216,7 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
     predict.add_argument("--split", choices=("train", "test"), default="test")
     predict.add_argument("--batch-size", type=int, default=1000)
+    predict.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     predict.set_defaults(run=_predict)
     return parser
 

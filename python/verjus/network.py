@@ -56,30 +56,54 @@ def _definition_json(definition: Definition) -> str:
 
 
 class Network:
-    """A network built from a definition, with its parameters (on the CPU).
+    """A network built from a definition, with its parameters on one device.
 
     Build one with ``Network.from_def(...)``; run it with ``net(x)`` /
     ``net.forward(x)``; train it with ``verjus.Trainer``, which trains this very
     network (``forward`` and ``state_dict`` then see the trained weights).
+
+    Devices are named ``"cpu"``, ``"cuda"`` (device 0) or ``"cuda:N"``. The
+    parameters live on ``net.device`` and ``forward`` computes there: numpy inputs
+    are uploaded and the outputs come back as numpy arrays. ``net.to(device)``
+    moves the network (PyTorch-like; it returns ``net``). A CUDA device that
+    cannot be used here (no GPU, a CUDA library missing) raises ``RuntimeError``
+    naming what is missing; a malformed name raises ``ValueError``.
     """
 
     def __init__(self, native: _verjus.Network) -> None:
         self._native = native
 
     @classmethod
-    def from_def(cls, definition: Definition, *, seed: int = 0) -> Network:
+    def from_def(cls, definition: Definition, *, seed: int = 0, device: str = "cpu") -> Network:
         """Builds a definition: a ``NetworkDef`` dict, a path to its JSON file (or a
         folder holding ``network.json``), JSON text, or an ``nn.Sequential`` /
-        ``nn.Graph``. Parameters are drawn from ``seed``. A definition mistake is a
+        ``nn.Graph``. Parameters are drawn from ``seed`` directly on ``device``
+        (the same values on every device). A definition mistake is a
         ``ValueError`` naming the layer and the shapes."""
-        return cls(_verjus.Network.from_json(_definition_json(definition), seed))
+        return cls(_verjus.Network.from_json(_definition_json(definition), seed, device))
 
     @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> Network:
+    def load(cls, folder: str | os.PathLike[str], *, device: str = "cpu") -> Network:
         """The network saved in ``folder`` by ``save`` (or the network of a training
-        checkpoint): definition, seed and weights, all checked before it is built.
-        A broken folder raises ``OSError`` or ``ValueError`` naming the file."""
-        return cls(_verjus.Network.load(os.fspath(folder)))
+        checkpoint), loaded onto ``device``: definition, seed and weights, all
+        checked before it is built. A broken folder raises ``OSError`` or
+        ``ValueError`` naming the file."""
+        return cls(_verjus.Network.load(os.fspath(folder), device))
+
+    # -- the device ----------------------------------------------------------------
+
+    @property
+    def device(self) -> str:
+        """The device the parameters live on and ``forward`` computes on
+        (``"cpu"``, ``"cuda:0"``...)."""
+        return self._native.device
+
+    def to(self, device: str) -> Network:
+        """Moves the parameters to ``device`` (bit-identical copies) and returns
+        this network. If a ``Trainer`` trains it, the trainer moves along with its
+        optimizer state. On an error nothing has moved."""
+        self._native.to(device)
+        return self
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Saves the network as the folder ``folder`` (``network.json``,
@@ -209,4 +233,7 @@ class Network:
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}{s}" for n, s in self.inputs)
         outs = ", ".join(f"{n}{s}" for n, s in self.outputs)
-        return f"Network(inputs=[{ins}], outputs=[{outs}], parameters={self.parameter_count():,})"
+        return (
+            f"Network(inputs=[{ins}], outputs=[{outs}], "
+            f"parameters={self.parameter_count():,}, device={self.device!r})"
+        )

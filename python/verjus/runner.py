@@ -1,6 +1,8 @@
 """``verjus.Runner``: serving inference while the network is swapped.
 
-A runner serves one network (a copy it owns) on the CPU. ``infer`` can be
+A runner serves one network (a copy it owns) on one device: ``"cpu"`` (the
+default), ``"cuda"`` or ``"cuda:N"``; inputs are uploaded and outputs come back
+as numpy arrays. ``infer`` can be
 called from many threads at once: it releases the GIL and runs with no lock
 around the computation. ``swap`` and ``swap_from`` replace the served network
 with one that has the same inputs and outputs (names and shapes); one that
@@ -31,18 +33,26 @@ __all__ = ["Runner"]
 class Runner:
     """Serves ``network`` (copied; training it later does not change what is served)."""
 
-    def __init__(self, network: Network) -> None:
+    def __init__(self, network: Network, *, device: str = "cpu") -> None:
+        """Serves a copy of ``network`` on ``device`` (wherever ``network`` lives).
+        A device that cannot be used here raises ``RuntimeError`` naming what is
+        missing."""
         if not isinstance(network, Network):
             raise TypeError(f"network must be a verjus.Network, got {type(network).__name__}")
-        self._native = _verjus.Runner(network._native)
+        self._native = _verjus.Runner(network._native, device)
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike[str]) -> Runner:
+    def from_checkpoint(cls, path: str | os.PathLike[str], *, device: str = "cpu") -> Runner:
         """A runner serving the network saved in ``path`` (a network folder or a
-        training checkpoint)."""
+        training checkpoint) on ``device``."""
         runner = cls.__new__(cls)
-        runner._native = _verjus.Runner.from_checkpoint(os.fspath(path))
+        runner._native = _verjus.Runner.from_checkpoint(os.fspath(path), device)
         return runner
+
+    @property
+    def device(self) -> str:
+        """The device the served networks live and compute on."""
+        return self._native.device
 
     @property
     def generation(self) -> int:

@@ -150,7 +150,16 @@ class _Progress:
 
 class Trainer:
     """Trains ``network`` with ``optimizer`` on ``device`` (``"cpu"``, ``"cuda"``,
-    ``"cuda:N"``). ``loss`` is ``"cross_entropy"`` (logits against int labels),
+    ``"cuda:N"``).
+
+    ``device=None`` (the default) trains the network where it lives
+    (``network.device``). Another device moves the network there first, like
+    ``network.to(device)``: its parameters are copied bit-identical and stay there
+    after training (``forward`` then computes on that device too). A device that
+    cannot be used here raises ``RuntimeError`` naming what is missing, and the
+    network is left where it was.
+
+    ``loss`` is ``"cross_entropy"`` (logits against int labels),
     ``"nll"`` (log-probabilities against int labels) or ``"mse"`` (float targets
     of the output's shape)."""
 
@@ -160,7 +169,7 @@ class Trainer:
         optimizer: Optimizer,
         loss: str | Mapping[str, Any] = "cross_entropy",
         *,
-        device: str = "cpu",
+        device: str | None = None,
         label_smoothing: float = 0.0,
     ) -> None:
         if not isinstance(network, Network):
@@ -171,7 +180,6 @@ class Trainer:
             )
         self.network = network
         self.optimizer = optimizer
-        self.device = device
         self.stop_training = False
         self._native = _verjus.Trainer(
             network._native, optimizer.to_json(), _loss_json(loss, label_smoothing), device
@@ -187,10 +195,14 @@ class Trainer:
         trainer = cls.__new__(cls)
         trainer.network = Network(native.network)
         trainer.optimizer = from_config(json.loads(native.solver_json()))
-        trainer.device = device
         trainer.stop_training = False
         trainer._native = native
         return trainer
+
+    @property
+    def device(self) -> str:
+        """The device this trainer and its network compute on (``"cpu"``, ``"cuda:0"``...)."""
+        return self._native.device
 
     def save_checkpoint(self, folder: str | os.PathLike[str]) -> None:
         """Saves the training state as the folder ``folder``, replacing it

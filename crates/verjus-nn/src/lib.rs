@@ -71,6 +71,7 @@ mod parameter;
 mod runner;
 pub mod solver;
 mod trainer;
+mod transfer;
 mod watch;
 pub mod weights;
 

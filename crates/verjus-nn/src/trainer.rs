@@ -83,7 +83,9 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// A trainer for `net` (built on `be`'s device).
+    /// A trainer for `net`, whose parameters must live on `be`'s device: build
+    /// it there ([`Network::build`] with `be`) or move it first
+    /// ([`Network::to_device`]). [`Trainer::to_device`] moves a trainer later.
     pub fn new(net: Network, solver: Solver, loss: Loss, be: BackendRef) -> Self {
         Trainer {
             net,
@@ -130,6 +132,12 @@ impl Trainer {
     /// The backend this trainer computes on.
     pub fn backend(&self) -> &BackendRef {
         &self.be
+    }
+
+    /// Switches to `be` after the network and state moved (`transfer`).
+    pub(crate) fn set_backend(&mut self, be: BackendRef) {
+        self.buffers.clear();
+        self.be = be;
     }
 
     /// Replaces the network (e.g. rebuilt from an edited definition) and returns

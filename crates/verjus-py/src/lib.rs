@@ -9,6 +9,7 @@
 //! - `network.rs`, `trainer.rs`, `dataset.rs`, `runner.rs`: the classes
 //!   `Network`, `Trainer`, `Dataset`, `Runner`; a network and its trainers
 //!   share one model (`shared.rs`);
+//! - `device.rs`: device names, and host transfers around a computation;
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
 //! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
 //! - `rf/`: the RF frontend's `Dim`, `Tensor` and `rf_*` ops (re-exported by
@@ -17,6 +18,7 @@
 mod convert;
 mod data;
 mod dataset;
+mod device;
 mod error;
 mod linalg;
 mod network;

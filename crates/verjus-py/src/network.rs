@@ -1,10 +1,12 @@
 //! `verjus._verjus.Network`: a built network, inference and its parameters.
 //!
 //! The Python class is a handle on the [`Shared`] model, so a `Trainer` made
-//! from it trains this very network. Every call converts its arguments with the
+//! from it trains this very network. The network lives on one device (its
+//! parameters are there and `forward` computes there); `to` moves it. Every call converts its arguments with the
 //! GIL held, then releases the GIL, takes the lock and computes.
 
 use crate::convert::{self, Borrowed};
+use crate::device;
 use crate::error::to_py_err;
 use crate::shared::{self, Shared};
 use pyo3::exceptions::PyTypeError;
@@ -12,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 use verjus::nn::{weights, NetworkDef};
-use verjus::{Device, Tensor};
+use verjus::{BackendRef, Tensor};
 
 /// A built network (static graph) and its parameters. See `_verjus.pyi`.
 #[pyclass(frozen, module = "verjus._verjus")]
@@ -33,15 +35,18 @@ struct DescriptorData {
 }
 
 impl Network {
-    /// A copy of the network on the CPU (definition, seed and weights), for a
-    /// `Runner`, which owns what it serves.
-    pub(crate) fn copy(&self, py: Python<'_>) -> PyResult<verjus::nn::Network> {
+    /// A copy of the network (definition, seed and weights) on `target`'s
+    /// device, for a `Runner`, which owns what it serves.
+    pub(crate) fn copy(
+        &self,
+        py: Python<'_>,
+        target: &BackendRef,
+    ) -> PyResult<verjus::nn::Network> {
         self.with_net(py, |net, be| {
-            let cpu = verjus::backend(Device::Cpu).map_err(to_py_err)?;
             let named = net.named_parameters_host(&**be).map_err(to_py_err)?;
-            let mut copy = verjus::nn::Network::build(net.def().clone(), &*cpu, net.seed())
+            let mut copy = verjus::nn::Network::build(net.def().clone(), &**target, net.seed())
                 .map_err(to_py_err)?;
-            copy.load_parameters(&*cpu, named, true)
+            copy.load_parameters(&**target, named, true)
                 .map_err(to_py_err)?;
             Ok(copy)
         })
@@ -77,17 +82,36 @@ impl Network {
 
 #[pymethods]
 impl Network {
-    /// Parses and builds a `NetworkDef` (JSON text); parameters are drawn from `seed`.
+    /// Parses and builds a `NetworkDef` (JSON text) on `device`; parameters
+    /// are drawn there from `seed` (the same values on every device).
     #[staticmethod]
-    #[pyo3(signature = (text, seed = 0))]
-    fn from_json(py: Python<'_>, text: &str, seed: u64) -> PyResult<Network> {
-        let net = py.detach(|| {
-            let def = NetworkDef::from_json(text)?;
-            let be = verjus::backend(Device::Cpu)?;
-            verjus::nn::Network::build(def, &*be, seed)
-        });
+    #[pyo3(signature = (text, seed = 0, device = "cpu"))]
+    fn from_json(py: Python<'_>, text: &str, seed: u64, device: &str) -> PyResult<Network> {
+        let be = device::backend(device)?;
+        let net = py
+            .detach(|| {
+                let def = NetworkDef::from_json(text)?;
+                verjus::nn::Network::build(def, &*be, seed)
+            })
+            .map_err(to_py_err)?;
         Ok(Network {
-            model: shared::new_shared(net.map_err(to_py_err)?)?,
+            model: shared::new_shared(net, be),
+        })
+    }
+
+    /// The device the parameters live on and `forward` computes on.
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<String> {
+        self.with_net(py, |_, be| Ok(be.device().to_string()))
+    }
+
+    /// Moves the parameters (and the solver state of the Trainer that trains
+    /// this network) to `device`, bit-identical; on an error nothing changes.
+    fn to(&self, py: Python<'_>, device: &str) -> PyResult<()> {
+        let be = device::backend(device)?;
+        py.detach(|| {
+            let mut model = shared::write(&self.model)?;
+            model.move_to(be).map_err(to_py_err)
         })
     }
 
@@ -184,10 +208,7 @@ impl Network {
             .collect::<PyResult<Vec<_>>>()?;
         let outputs = self.with_net(py, |net, be| {
             let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
-            let outs = net.transform(&**be, &refs).map_err(to_py_err)?;
-            outs.into_iter()
-                .map(|t| host(be, t))
-                .collect::<PyResult<Vec<_>>>()
+            device::on_device(be, &refs, |inputs| net.transform(&**be, inputs)).map_err(to_py_err)
         })?;
         let list = PyList::empty(py);
         for t in outputs {
@@ -232,15 +253,16 @@ impl Network {
         self.load_named(py, named, strict)
     }
 
-    /// Loads a network folder (`save`'s, or a training checkpoint) onto the CPU.
+    /// Loads a network folder (`save`'s, or a training checkpoint) onto `device`.
     #[staticmethod]
-    fn load(py: Python<'_>, folder: PathBuf) -> PyResult<Network> {
-        let net = py.detach(|| {
-            let be = verjus::backend(Device::Cpu)?;
-            verjus::nn::Network::load(&folder, &*be)
-        });
+    #[pyo3(signature = (folder, device = "cpu"))]
+    fn load(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Network> {
+        let be = device::backend(device)?;
+        let net = py
+            .detach(|| verjus::nn::Network::load(&folder, &*be))
+            .map_err(to_py_err)?;
         Ok(Network {
-            model: shared::new_shared(net.map_err(to_py_err)?)?,
+            model: shared::new_shared(net, be),
         })
     }
 
@@ -265,23 +287,15 @@ impl Network {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.with_net(py, |net, _| {
+        self.with_net(py, |net, be| {
             let outputs: Vec<String> = net.output_shapes().into_iter().map(|(n, _)| n).collect();
             Ok(format!(
-                "Network(inputs={:?}, outputs={:?}, parameters={})",
+                "Network(inputs={:?}, outputs={:?}, parameters={}, device={:?})",
                 net.inputs().iter().map(|i| &i.name).collect::<Vec<_>>(),
                 outputs,
-                net.parameter_count()
+                net.parameter_count(),
+                be.device().to_string()
             ))
         })
-    }
-}
-
-/// `t` on the host: itself, or downloaded from `be`'s device.
-fn host(be: &verjus::BackendRef, t: Tensor) -> PyResult<Tensor> {
-    if t.device() == Device::Cpu {
-        Ok(t)
-    } else {
-        verjus::ops::download(&**be, &t).map_err(to_py_err)
     }
 }

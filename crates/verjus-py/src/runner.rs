@@ -4,7 +4,8 @@
 //! converts its arrays with the GIL held, then releases the GIL and runs on the
 //! network served now with no lock of ours around the computation (the Rust
 //! runner clones its `Arc` under a lock held only for the clone), so Python
-//! threads infer in parallel. The runner owns what it serves: `swap(network)`
+//! threads infer in parallel. A runner serves on one device (inputs are
+//! uploaded and outputs downloaded around each call). The runner owns what it serves: `swap(network)`
 //! swaps in a *copy* of the Python network, so training that network later
 //! does not change what is served.
 //!
@@ -14,6 +15,7 @@
 //! only signals the thread, never waits, since the GIL is held then.
 
 use crate::convert::{self, Borrowed};
+use crate::device;
 use crate::error::to_py_err;
 use crate::network::Network;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
@@ -23,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use verjus::nn::{Runner as NnRunner, WatchEvent, Watcher};
-use verjus::{Device, Tensor};
+use verjus::Tensor;
 
 /// Serves inference from a network that can be swapped at run time.
 #[pyclass(frozen, module = "verjus._verjus")]
@@ -57,29 +59,32 @@ impl Drop for Runner {
     }
 }
 
-fn cpu() -> PyResult<verjus::BackendRef> {
-    verjus::backend(Device::Cpu).map_err(to_py_err)
-}
-
 #[pymethods]
 impl Runner {
-    /// A runner serving a copy of `network` on the CPU.
+    /// A runner serving a copy of `network` on `device`.
     #[new]
-    fn new(py: Python<'_>, network: &Bound<'_, Network>) -> PyResult<Runner> {
-        let net = network.get().copy(py)?;
-        Ok(Runner::serving(
-            NnRunner::new(net, cpu()?).map_err(to_py_err)?,
-        ))
+    #[pyo3(signature = (network, device = "cpu"))]
+    fn new(py: Python<'_>, network: &Bound<'_, Network>, device: &str) -> PyResult<Runner> {
+        let be = device::backend(device)?;
+        let net = network.get().copy(py, &be)?;
+        Ok(Runner::serving(NnRunner::new(net, be).map_err(to_py_err)?))
     }
 
-    /// A runner serving the network of a checkpoint (or network) folder.
+    /// A runner serving the network of a checkpoint (or network) folder on `device`.
     #[staticmethod]
-    fn from_checkpoint(py: Python<'_>, folder: PathBuf) -> PyResult<Runner> {
-        let be = cpu()?;
+    #[pyo3(signature = (folder, device = "cpu"))]
+    fn from_checkpoint(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Runner> {
+        let be = device::backend(device)?;
         let runner = py
             .detach(|| NnRunner::from_checkpoint(&folder, be))
             .map_err(to_py_err)?;
         Ok(Runner::serving(runner))
+    }
+
+    /// The device the served networks live and compute on.
+    #[getter]
+    fn device(&self) -> String {
+        self.runner.backend().device().to_string()
     }
 
     /// The generation served now (0 for the first network, +1 per swap).
@@ -107,7 +112,14 @@ impl Runner {
             .collect::<PyResult<Vec<_>>>()?;
         let (outputs, generation) = py.detach(|| {
             let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
-            self.runner.infer(&refs).map_err(to_py_err)
+            let mut generation = 0;
+            let outputs = device::on_device(self.runner.backend(), &refs, |inputs| {
+                let (outputs, g) = self.runner.infer(inputs)?;
+                generation = g;
+                Ok(outputs)
+            })
+            .map_err(to_py_err)?;
+            Ok::<_, PyErr>((outputs, generation))
         })?;
         let list = PyList::empty(py);
         for t in outputs {
@@ -118,7 +130,7 @@ impl Runner {
 
     /// Swaps in a copy of `network` if it fits; returns the new generation.
     fn swap(&self, py: Python<'_>, network: &Bound<'_, Network>) -> PyResult<u64> {
-        let net = network.get().copy(py)?;
+        let net = network.get().copy(py, self.runner.backend())?;
         py.detach(|| self.runner.swap(net)).map_err(to_py_err)
     }
 

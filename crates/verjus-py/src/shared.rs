@@ -7,6 +7,10 @@
 //! `Trainer` made from the same `Network` takes the network over; the first
 //! one's later calls then fail with a `RuntimeError` saying it was superseded.
 //!
+//! The model also knows the device: the bare network's backend, or the
+//! trainer's. `Network.to(device)` moves whichever holds the network (a
+//! trainer moves with its solver state), all-or-nothing.
+//!
 //! Locking rules: a lock is only ever taken inside `py.detach` (the GIL is
 //! released), so a thread waiting for the lock never holds the GIL that the
 //! lock's holder may need; and a poisoned lock is a `RuntimeError`, not a panic.
@@ -16,11 +20,11 @@ use pyo3::PyResult;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use verjus::nn::{Network, Trainer};
-use verjus::{BackendRef, Device};
+use verjus::{BackendRef, Error, Result};
 
 /// Who holds the network. See the module docs.
 pub(crate) enum Model {
-    /// Not trained by anyone; computes on the CPU.
+    /// Not trained by anyone; computes on `be`'s device, where its parameters live.
     Bare { net: Box<Network>, be: BackendRef },
     /// Owned by the trainer whose id is `owner`.
     Training { trainer: Box<Trainer>, owner: u64 },
@@ -32,13 +36,12 @@ pub(crate) enum Model {
 /// The handle a `Network` and its `Trainer`s share.
 pub(crate) type Shared = Arc<RwLock<Model>>;
 
-/// A fresh shared model around `net` (on the CPU).
-pub(crate) fn new_shared(net: Network) -> PyResult<Shared> {
-    let be = verjus::backend(Device::Cpu).map_err(crate::error::to_py_err)?;
-    Ok(Arc::new(RwLock::new(Model::Bare {
+/// A fresh shared model around `net`, whose parameters live on `be`'s device.
+pub(crate) fn new_shared(net: Network, be: BackendRef) -> Shared {
+    Arc::new(RwLock::new(Model::Bare {
         net: Box::new(net),
         be,
-    })))
+    }))
 }
 
 /// A new trainer id.
@@ -70,6 +73,23 @@ impl Model {
                 Ok((trainer.network_mut(), be))
             }
             Model::Moving => Err(moving()),
+        }
+    }
+
+    /// Moves the network (and a trainer's solver state) to `be`'s device; on an
+    /// error nothing changes.
+    pub(crate) fn move_to(&mut self, be: BackendRef) -> Result<()> {
+        match self {
+            Model::Bare { net, be: old } => {
+                net.to_device(&**old, &*be)?;
+                *old = be;
+                Ok(())
+            }
+            Model::Training { trainer, .. } => trainer.to_device(be),
+            Model::Moving => Err(Error::invalid(
+                "to",
+                "the network is being handed to a new Trainer",
+            )),
         }
     }
 

@@ -8,6 +8,7 @@
 
 use crate::convert;
 use crate::dataset::Dataset;
+use crate::device;
 use crate::error::{json_err, to_py_err};
 use crate::network::Network;
 use crate::shared::{self, Model, Shared};
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use verjus::nn::solver::{Solver, SolverConfig};
 use verjus::nn::{Loss, Metrics, Trainer as NnTrainer};
-use verjus::{BackendRef, Device, Tensor};
+use verjus::{BackendRef, Tensor};
 
 /// Trains one network with one solver and one loss on one device.
 #[pyclass(frozen, module = "verjus._verjus")]
@@ -43,34 +44,33 @@ impl Trainer {
 
 #[pymethods]
 impl Trainer {
+    /// A trainer of `network` on `device`; `None` trains it where it lives.
+    /// Another device moves the network there first (see `Network.to`).
     #[new]
-    #[pyo3(signature = (network, solver_json, loss_json, device = "cpu"))]
+    #[pyo3(signature = (network, solver_json, loss_json, device = None))]
     fn new(
         py: Python<'_>,
         network: Bound<'_, Network>,
         solver_json: &str,
         loss_json: &str,
-        device: &str,
+        device: Option<&str>,
     ) -> PyResult<Self> {
         let config: SolverConfig =
             serde_json::from_str(solver_json).map_err(|e| json_err("solver_json", e))?;
         let solver = Solver::from_config(config).map_err(to_py_err)?;
         let loss: Loss = serde_json::from_str(loss_json).map_err(|e| json_err("loss_json", e))?;
-        let device: Device = device.parse().map_err(to_py_err)?;
-        let be = verjus::backend(device).map_err(to_py_err)?;
+        let target = device.map(device::backend).transpose()?;
         let model = Shared::clone(&network.get().model);
         let id = shared::next_trainer_id();
         py.detach(|| {
             let mut guard = shared::write(&model)?;
-            let (net, _) = guard.network()?;
-            if let Some(p) = net.parameters().iter().find(|p| p.value.device() != device) {
-                return Err(PyValueError::new_err(format!(
-                    "Trainer: parameter {:?} lives on {}, but the trainer runs on {device}; \
-                     moving a network between devices is not supported yet",
-                    p.name,
-                    p.value.device()
-                )));
-            }
+            let be = match target {
+                Some(be) => {
+                    guard.move_to(BackendRef::clone(&be)).map_err(to_py_err)?;
+                    be
+                }
+                None => BackendRef::clone(guard.network()?.1),
+            };
             guard.hand_to(id, |net| NnTrainer::new(net, solver, loss, be))
         })?;
         Ok(Trainer {
@@ -85,11 +85,8 @@ impl Trainer {
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu"))]
     fn resume(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Trainer> {
-        let device: Device = device.parse().map_err(to_py_err)?;
-        let trainer = py.detach(|| {
-            let be = verjus::backend(device)?;
-            NnTrainer::resume(&folder, be)
-        });
+        let be = device::backend(device)?;
+        let trainer = py.detach(|| NnTrainer::resume(&folder, be));
         let id = shared::next_trainer_id();
         let model: Shared = Arc::new(RwLock::new(Model::Training {
             trainer: Box::new(trainer.map_err(to_py_err)?),
@@ -114,6 +111,12 @@ impl Trainer {
     #[getter]
     fn network(&self, py: Python<'_>) -> Py<Network> {
         self.network.clone_ref(py)
+    }
+
+    /// The device this trainer (and its network) computes on.
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<String> {
+        self.with_trainer(py, |t| Ok(t.backend().device().to_string()))
     }
 
     /// Solver steps taken so far.
@@ -225,7 +228,7 @@ impl Trainer {
 
 /// A host copy of the trainer's output `out` (downloaded from a device).
 fn copy_out(be: &BackendRef, out: &Tensor) -> PyResult<Tensor> {
-    if out.device() == Device::Cpu {
+    if out.device() == verjus::Device::Cpu {
         out.try_clone_host().map_err(to_py_err)
     } else {
         verjus::ops::download(&**be, out).map_err(to_py_err)

@@ -57,6 +57,11 @@ impl SolverState {
         self.params.get(name)
     }
 
+    /// The state of the parameter `name`, mutably (to move its buffers).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut ParamState> {
+        self.params.get_mut(name)
+    }
+
     /// Installs state for `name` (when restoring a checkpoint); returns the old.
     pub fn insert(&mut self, name: impl Into<String>, state: ParamState) -> Option<ParamState> {
         self.params.insert(name.into(), state)

@@ -15,4 +15,5 @@ mod gradcheck;
 mod losses;
 mod runner;
 mod sharing;
+mod transfer;
 mod variable_batch;
