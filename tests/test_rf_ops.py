@@ -200,6 +200,8 @@ def test_concat_pad_merge_over_dynamic_dims() -> None:
     np.testing.assert_array_equal(m.dyn_size_ext.numpy(), [2, 1])
     with pytest.raises(ValueError, match="time is dynamic but not the first"):
         rf.merge_dims(a, dims=[f, t1])
+    with pytest.raises(ValueError, match=r"pad: paddings must be non-negative, got \(0, -1\)"):
+        rf.pad(a, axes=[t1], padding=[(0, -1)])
 
 
 def test_default_device() -> None:

@@ -4,7 +4,7 @@
 use super::tensor::{dims_of, rf_from_numpy};
 use super::{backend, compute, PyDim, PyTensor};
 use crate::error::to_py_err;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{self, Dim, ReduceMode, RfDType, RfTensor};
@@ -335,10 +335,21 @@ fn rf_pad(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     axes: &Bound<'_, PyAny>,
-    padding: Vec<(usize, usize)>,
+    padding: Vec<(i64, i64)>,
     out_dims: Option<&Bound<'_, PyAny>>,
     value: f32,
 ) -> PyResult<(PyTensor, Vec<PyDim>)> {
+    let padding = padding
+        .into_iter()
+        .map(
+            |(lo, hi)| match (usize::try_from(lo), usize::try_from(hi)) {
+                (Ok(lo), Ok(hi)) => Ok((lo, hi)),
+                _ => Err(PyValueError::new_err(format!(
+                    "pad: paddings must be non-negative, got ({lo}, {hi})"
+                ))),
+            },
+        )
+        .collect::<PyResult<Vec<_>>>()?;
     let (x, axes) = (source.0.clone(), dim_list("axes", axes)?);
     let out_dims = out_dims.map(|o| dim_list("out_dims", o)).transpose()?;
     let (t, dims) = py
