@@ -236,6 +236,43 @@ impl Cudnn {
         Ok(st.workspace.as_ref().map_or(0, |b| b.ptr()) as *mut c_void)
     }
 
+    /// The key of `p`'s cached descriptors, creating them on first use.
+    fn conv_entry(&self, op: &str, st: &mut State, p: &Conv2dPlan, tf32: bool) -> Result<ConvKey> {
+        let key = conv_key(p, tf32);
+        if let Entry::Vacant(e) = st.convs.entry(key) {
+            e.insert(self.make_conv(op, p, tf32)?);
+        }
+        Ok(key)
+    }
+
+    /// After a `cudnnFind*AlgorithmEx` search: releases the search workspace
+    /// to the allocator's cache (the chosen algorithm's size is allocated when
+    /// it runs) and picks the fastest result that succeeded with an allowed
+    /// math type, as `(algorithm, math type, workspace bytes)`.
+    fn choose<A>(
+        &self,
+        op: &str,
+        st: &mut State,
+        tf32: bool,
+        results: impl Iterator<Item = (dnn::cudnnStatus_t, dnn::cudnnMathType_t, A, usize)>,
+    ) -> Result<(A, dnn::cudnnMathType_t, usize)> {
+        st.workspace = None;
+        st.workspace_bytes = 0;
+        results
+            .filter(|(status, math, _, _)| {
+                *status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS && math_ok(*math, tf32)
+            })
+            .map(|(_, math, algo, bytes)| (algo, math, bytes))
+            .next()
+            .ok_or_else(|| {
+                self.gpu.error(
+                    op,
+                    "choosing a cuDNN algorithm",
+                    "no algorithm works for this shape",
+                )
+            })
+    }
+
     /// `y = conv(x, w)` (bias is added by the caller).
     pub fn conv_forward(
         &self,
@@ -248,14 +285,12 @@ impl Cudnn {
         let op = "conv2d";
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
-        let key = conv_key(p, tf32);
-        if let Entry::Vacant(e) = st.convs.entry(key) {
-            e.insert(self.make_conv(op, p, tf32)?);
-        }
+        let key = self.conv_entry(op, st, p, tf32)?;
         if st.convs[&key].fwd.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
             let c = &st.convs[&key];
-            let mut perf = [unsafe_zeroed_fwd(); 8];
+            // SAFETY: an all-zero perf struct is a valid value (every enum field has a 0 variant).
+            let mut perf: [dnn::cudnnConvolutionFwdAlgoPerf_t; 8] = unsafe { std::mem::zeroed() };
             let mut found = 0;
             // SAFETY: descriptors match the buffers' shapes; the workspace
             // holds SEARCH_WORKSPACE bytes; `perf` holds 8 results.
@@ -281,23 +316,13 @@ impl Cudnn {
                 self.gpu
                     .error(op, "cudnnFindConvolutionForwardAlgorithmEx", e)
             })?;
-            // The search workspace goes back to the cache; the chosen size is allocated below.
-            st.workspace = None;
-            st.workspace_bytes = 0;
-            let best = perf[..found.max(0) as usize]
-                .iter()
-                .find(|r| {
-                    r.status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS
-                        && math_ok(r.mathType, tf32)
-                })
-                .map(|r| (r.algo, r.mathType, r.memory))
-                .ok_or_else(|| {
-                    self.gpu.error(
-                        op,
-                        "choosing a cuDNN algorithm",
-                        "no algorithm works for this shape",
-                    )
-                })?;
+            let results = perf.iter().take(usize::try_from(found).unwrap_or(0));
+            let best = self.choose(
+                op,
+                st,
+                tf32,
+                results.map(|r| (r.status, r.mathType, r.algo, r.memory)),
+            )?;
             if let Some(c) = st.convs.get_mut(&key) {
                 c.fwd = Some(best);
             }
@@ -348,10 +373,7 @@ impl Cudnn {
         let op = "conv2d_backward_data";
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
-        let key = conv_key(p, tf32);
-        if let Entry::Vacant(e) = st.convs.entry(key) {
-            e.insert(self.make_conv(op, p, tf32)?);
-        }
+        let key = self.conv_entry(op, st, p, tf32)?;
         if st.convs[&key].bwd_data.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
             let c = &st.convs[&key];
@@ -382,23 +404,13 @@ impl Cudnn {
                 self.gpu
                     .error(op, "cudnnFindConvolutionBackwardDataAlgorithmEx", e)
             })?;
-            // The search workspace goes back to the cache; the chosen size is allocated below.
-            st.workspace = None;
-            st.workspace_bytes = 0;
-            let best = perf[..found.max(0) as usize]
-                .iter()
-                .find(|r| {
-                    r.status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS
-                        && math_ok(r.mathType, tf32)
-                })
-                .map(|r| (r.algo, r.mathType, r.memory))
-                .ok_or_else(|| {
-                    self.gpu.error(
-                        op,
-                        "choosing a cuDNN algorithm",
-                        "no algorithm works for this shape",
-                    )
-                })?;
+            let results = perf.iter().take(usize::try_from(found).unwrap_or(0));
+            let best = self.choose(
+                op,
+                st,
+                tf32,
+                results.map(|r| (r.status, r.mathType, r.algo, r.memory)),
+            )?;
             if let Some(c) = st.convs.get_mut(&key) {
                 c.bwd_data = Some(best);
             }
@@ -449,10 +461,7 @@ impl Cudnn {
         let op = "conv2d_backward_filter";
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
-        let key = conv_key(p, tf32);
-        if let Entry::Vacant(e) = st.convs.entry(key) {
-            e.insert(self.make_conv(op, p, tf32)?);
-        }
+        let key = self.conv_entry(op, st, p, tf32)?;
         if st.convs[&key].bwd_filter.is_none() {
             let ws = self.workspace(op, st, SEARCH_WORKSPACE)?;
             let c = &st.convs[&key];
@@ -483,23 +492,13 @@ impl Cudnn {
                 self.gpu
                     .error(op, "cudnnFindConvolutionBackwardFilterAlgorithmEx", e)
             })?;
-            // The search workspace goes back to the cache; the chosen size is allocated below.
-            st.workspace = None;
-            st.workspace_bytes = 0;
-            let best = perf[..found.max(0) as usize]
-                .iter()
-                .find(|r| {
-                    r.status == dnn::cudnnStatus_t::CUDNN_STATUS_SUCCESS
-                        && math_ok(r.mathType, tf32)
-                })
-                .map(|r| (r.algo, r.mathType, r.memory))
-                .ok_or_else(|| {
-                    self.gpu.error(
-                        op,
-                        "choosing a cuDNN algorithm",
-                        "no algorithm works for this shape",
-                    )
-                })?;
+            let results = perf.iter().take(usize::try_from(found).unwrap_or(0));
+            let best = self.choose(
+                op,
+                st,
+                tf32,
+                results.map(|r| (r.status, r.mathType, r.algo, r.memory)),
+            )?;
             if let Some(c) = st.convs.get_mut(&key) {
                 c.bwd_filter = Some(best);
             }
@@ -686,11 +685,6 @@ fn math_ok(math: dnn::cudnnMathType_t, tf32: bool) -> bool {
         math,
         dnn::cudnnMathType_t::CUDNN_FMA_MATH | dnn::cudnnMathType_t::CUDNN_DEFAULT_MATH
     )
-}
-
-fn unsafe_zeroed_fwd() -> dnn::cudnnConvolutionFwdAlgoPerf_t {
-    // SAFETY: an all-zero perf struct is a valid value (every enum field has a 0 variant).
-    unsafe { std::mem::zeroed() }
 }
 
 impl Drop for Cudnn {
