@@ -48,8 +48,8 @@ pub(crate) fn compute<T: Send>(
     }
 }
 
-/// The default device and its backend, once chosen (the CPU until then).
-static DEFAULT: Mutex<Option<(Device, BackendRef)>> = Mutex::new(None);
+/// The default device's backend, once chosen (the CPU until then).
+static DEFAULT: Mutex<Option<BackendRef>> = Mutex::new(None);
 
 /// The backend RF tensors made from Python are created on (the default
 /// device's); ops then run on whichever backend holds their operands.
@@ -57,30 +57,28 @@ static DEFAULT: Mutex<Option<(Device, BackendRef)>> = Mutex::new(None);
 /// can select works without changes here.
 pub(crate) fn backend() -> PyResult<BackendRef> {
     let mut slot = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, be)) = &*slot {
+    if let Some(be) = &*slot {
         return Ok(be.clone());
     }
     let be = verjus::backend(Device::Cpu).map_err(to_py_err)?;
-    *slot = Some((Device::Cpu, be.clone()));
+    *slot = Some(be.clone());
     Ok(be)
 }
 
-/// Makes `device` (`"cpu"`, `"cuda"`, `"cuda:N"`) the default: a device
-/// without a backend in this build is an error, and the default stays.
+/// Makes `device` (`"cpu"`, `"cuda"`, `"cuda:N"`) the default: a bad name is
+/// a ValueError, a device that cannot be used here a RuntimeError, and the
+/// default stays.
 #[pyfunction]
 fn rf_set_default_device(device: &str) -> PyResult<()> {
-    let device: Device = device.parse().map_err(to_py_err)?;
-    let be = verjus::backend(device).map_err(to_py_err)?;
-    *DEFAULT.lock().unwrap_or_else(PoisonError::into_inner) = Some((device, be));
+    let be = crate::device::backend(device)?;
+    *DEFAULT.lock().unwrap_or_else(PoisonError::into_inner) = Some(be);
     Ok(())
 }
 
 /// The default device's name (`"cpu"`, `"cuda:0"`, ...).
 #[pyfunction]
 fn rf_get_default_device() -> PyResult<String> {
-    backend()?;
-    let slot = DEFAULT.lock().unwrap_or_else(PoisonError::into_inner);
-    Ok(slot.as_ref().map_or(Device::Cpu, |(d, _)| *d).to_string())
+    Ok(backend()?.device().to_string())
 }
 
 /// Adds the RF classes, `rf_batch_dim` and the `rf_*` functions to `m`.
