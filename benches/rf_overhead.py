@@ -207,25 +207,6 @@ def table_rows(us: dict[tuple[str, str], float], libs: dict, skipped: dict) -> l
     return rows
 
 
-def text_table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-
-    def line(r):
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-
-    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def markdown_table(rows: list[list[str]], context: list[str]) -> str:
-    out = [*(f"- {c}" for c in context), "", "| " + " | ".join(HEADER) + " |"]
-    out.append("|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|")
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     load = os.getloadavg()[0]
@@ -270,11 +251,11 @@ def main(argv: list[str] | None = None) -> None:
         f"Targets: verjus.rf <= {TARGETS['torch']}x torch and <= {TARGETS['returnn']}x RETURNN",
     ]
     rows = table_rows(us, libs, skipped)
-    print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
+    print("\n" + "\n".join(context) + f"\n\n{harness.text_table(rows, HEADER)}")
     for lib, why in skipped.items():
         print(f"skipped {lib}: {why}")
     if args.markdown:
-        args.markdown.write_text(markdown_table(rows, context))
+        args.markdown.write_text(harness.markdown_table(rows, context, HEADER))
         print(f"\nwrote {args.markdown}")
 
 

@@ -338,8 +338,8 @@ HEADER = [
 ]
 
 
-def text_table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
+def text_table(rows: list[list[str]], header: list[str] = HEADER) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(r):
         return "  ".join(
@@ -347,15 +347,15 @@ def text_table(rows: list[list[str]]) -> str:
             for i, (c, w) in enumerate(zip(r, widths, strict=True))
         )
 
-    return "\n".join([line(HEADER), line(["-" * w for w in widths]), *map(line, rows)])
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def markdown_table(rows: list[list[str]], context: list[str]) -> str:
+def markdown_table(rows: list[list[str]], context: list[str], header: list[str] = HEADER) -> str:
     out = [
         *(f"- {line}" for line in context),
         "",
-        "| " + " | ".join(HEADER) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
     ]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out) + "\n"
