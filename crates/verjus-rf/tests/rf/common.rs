@@ -139,40 +139,7 @@ pub fn check_single_entry(
     time: &Dim,
     f: impl Fn(&[RfTensor], &Dim) -> RfTensor,
 ) {
-    let batched: Vec<RfTensor> = inputs.iter().map(|(d, s, v)| tensor(d, s, v)).collect();
-    let y = f(&batched, time);
-    let (yv, ysizes) = (vals(&y), y.sizes());
-    for (b, &len) in lens.iter().enumerate() {
-        let len = len as usize;
-        let t1 = Dim::new_dynamic(lengths(&[len as i32]), "time1").unwrap();
-        let swap = |dims: &[Dim]| -> Vec<Dim> {
-            dims.iter()
-                .map(|d| if d == time { t1.clone() } else { d.clone() })
-                .collect()
-        };
-        let single: Vec<RfTensor> = inputs
-            .iter()
-            .map(|(d, s, v)| {
-                let (v1, s1) = slice_entry(v, d, s, b, Some((time, len)));
-                tensor(&swap(d), &s1, &v1)
-            })
-            .collect();
-        let y1 = f(&single, &t1);
-        let y1 = y1.copy_transpose(&swap(y.dims())).unwrap_or_else(|e| {
-            panic!(
-                "{name}: single-entry dims {:?} vs {:?}: {e}",
-                y1.dims(),
-                y.dims()
-            )
-        });
-        let (want, _) = slice_entry(&yv, y.dims(), &ysizes, b, Some((time, len)));
-        assert_close(
-            &format!("{name}, entry {b} (length {len})"),
-            &vals(&y1),
-            &want,
-            1e-5,
-        );
-    }
+    check_single_entry_new_dim(name, lens, inputs, time, |x, t| (f(x, t), t.clone()));
 }
 
 fn tensor(dims: &[Dim], sizes: &[usize], v: &[f32]) -> RfTensor {
