@@ -20,6 +20,13 @@ With ``--rf``, runs instead the RF frontend's per-op overhead benchmark,
 tensors; it needs the verjus Python package built), with the same ``--quick``,
 ``--threads`` and ``--markdown``.
 
+Each workload runs in ``--rounds`` rounds (3; 1 with ``--quick``), and within
+a round verjus, numpy and PyTorch run it one after the other, so that a slow
+spell of this shared machine falls on all of them rather than on one library's
+whole run. A time is the median over the rounds of each round's median sample;
+a ratio is the median of the rounds' ratios (each pair measured within seconds).
+An epoch is timed once.
+
 Ratios are verjus time / other time: below 1 verjus is faster. A workload
 verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
 the data for "skipped"; either's reason follows the table.
@@ -31,7 +38,7 @@ memory of each step is reported: verjus' allocator high-water mark against
 ``torch.cuda.max_memory_allocated``. ``--bench-exe`` uses a prebuilt
 ``verjus-bench`` (the GPU machine has no Rust; see docs/gpu.md).
 
-    python benches/run.py [--quick] [--epochs] [--threads N] [--filter SUBSTRING]
+    python benches/run.py [--quick] [--rounds N] [--epochs] [--threads N] [--filter SUBSTRING]
                           [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH] [--rf]
 """
 
@@ -65,6 +72,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--epochs", action="store_true", help="also time one Fashion-MNIST epoch per network"
     )
+    p.add_argument(
+        "--rounds", type=int, default=None, help="rounds per workload (3; 1 with --quick)"
+    )
     p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
     p.add_argument("--filter", default=None, help="only workloads whose name contains this")
     p.add_argument("--markdown", type=Path, default=None, help="also write the table here")
@@ -88,15 +98,9 @@ def build_bench() -> Path:
     raise SystemExit("cargo build reported no verjus-bench executable")
 
 
-def run_verjus(
-    exe: Path, samples: int, warmup: int, name_filter: str | None, epochs: bool, device: str
-) -> list[dict]:
-    """Runs verjus-bench and returns its records (one per workload)."""
-    cmd = [str(exe), "--samples", str(samples), "--warmup", str(warmup), "--device", device]
-    if name_filter:
-        cmd += ["--filter", name_filter]
-    if epochs:
-        cmd.append("--epochs")
+def run_verjus(exe: Path, args: list[str]) -> list[dict]:
+    """Runs verjus-bench with ``args`` and returns its records (one per workload)."""
+    cmd = [str(exe), *args]
     print("==> " + " ".join(cmd), file=sys.stderr)
     proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -283,6 +287,46 @@ def torch_cuda_workload(torch, rec: dict) -> Callable[[], object] | None:
     return step
 
 
+def measure_rounds(
+    rec: dict,
+    exe: Path,
+    bench_args: list[str],
+    libs: dict,
+    rounds: int,
+    samples: int,
+    warmup: int,
+) -> None:
+    """Times one workload in verjus and each library, ``rounds`` times in turn,
+    and stores in ``rec`` the median times (``median_ms``, ``<lib>_ms``) and the
+    median of the per-round ratios (``<lib>_ratio``). An epoch runs once.
+
+    Before each library a pause lets the previous one's worker threads fall
+    asleep: idle OpenMP / OpenBLAS workers spin for a while after each call and
+    would starve the next library's threads."""
+    once = rec["op"] == "train_epoch"
+    times: dict[str, list[float | None]] = {lib: [] for lib in ["verjus", *libs]}
+    for _ in range(1 if once else rounds):
+        time.sleep(IDLE_PAUSE_S)
+        [line] = run_verjus(exe, [*bench_args, "--name", rec["name"]])
+        rec.update({k: v for k, v in line.items() if k not in ("median_ms", "min_ms")})
+        times["verjus"].append(line.get("median_ms"))
+        for lib, (module, workload) in libs.items():
+            f = workload(module, rec) if module is not None and "skipped" not in rec else None
+            if f is not None:
+                time.sleep(IDLE_PAUSE_S)
+                print(f"==> {lib}: {rec['name']}", file=sys.stderr)
+                times[lib].append(measure_once(f) if once else measure(f, samples, warmup))
+    ours = times.pop("verjus")
+    if all(t is not None for t in ours):
+        rec["median_ms"] = statistics.median(ours)
+    for lib, theirs in times.items():
+        if theirs:
+            rec[f"{lib}_ms"] = statistics.median(theirs)
+            if "median_ms" in rec:
+                pairs = zip(ours, theirs, strict=True)
+                rec[f"{lib}_ratio"] = statistics.median(a / b for a, b in pairs)
+
+
 def import_optional(name: str):
     """The module, or None when it is not installed."""
     try:
@@ -315,8 +359,8 @@ def table_rows(records: list[dict]) -> list[list[str]]:
                 "error" if "error" in rec else "skipped" if "skipped" in rec else fmt(v),
                 fmt(npy),
                 fmt(tch),
-                fmt(ratio(v, npy), 2),
-                fmt(ratio(v, tch), 2),
+                fmt(rec.get("numpy_ratio"), 2),
+                fmt(rec.get("torch_ratio"), 2),
                 fmt(gflops(rec, v)),
                 fmt(gflops(rec, npy)),
                 fmt(gflops(rec, tch)),
@@ -371,7 +415,9 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_context(args: argparse.Namespace, samples: int, load: float, libs: dict) -> list[str]:
+def machine_context(
+    args: argparse.Namespace, samples: int, rounds: int, load: float, libs: dict
+) -> list[str]:
     """Lines saying where, when and how the table was made."""
     versions = ", ".join(
         f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
@@ -381,7 +427,8 @@ def machine_context(args: argparse.Namespace, samples: int, load: float, libs: d
         f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",
         f"Date: {datetime.datetime.now():%Y-%m-%d %H:%M}",
         f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
-        f"Run: {args.threads} threads, {mode} ({samples} samples), start load average {load:.1f}",
+        f"Run: {args.threads} threads, {mode} ({rounds} rounds of {samples} samples per library, "
+        f"libraries alternating), start load average {load:.1f}",
         f"Libraries: {versions or 'no numpy/torch'}",
     ]
 
@@ -404,7 +451,10 @@ def main() -> None:
     samples, warmup = (3, 1) if args.quick else (10, 2)
 
     exe = args.bench_exe or build_bench()
-    records = run_verjus(exe, samples, warmup, args.filter, args.epochs, args.device)
+    listed = ["--device", args.device] + ["--epochs"] * args.epochs
+    if args.filter:
+        listed += ["--filter", args.filter]
+    records = run_verjus(exe, [*listed, "--list"])
     torch = import_optional("torch")
     if torch is not None:
         torch.set_num_threads(args.threads)
@@ -413,18 +463,12 @@ def main() -> None:
     else:
         libs = {"numpy": (import_optional("numpy"), numpy_workload)}
         libs["torch"] = (torch, torch_workload)
-    # One library at a time, with a pause between: idle OpenMP / OpenBLAS workers
-    # spin for a while after each call and would starve the next library's threads.
-    for lib, (module, workload) in libs.items():
-        time.sleep(IDLE_PAUSE_S)
-        for rec in records:
-            f = workload(module, rec) if module is not None and "skipped" not in rec else None
-            if f is not None:
-                print(f"==> {lib}: {rec['name']}", file=sys.stderr)
-                once = rec["op"] == "train_epoch"
-                rec[f"{lib}_ms"] = measure_once(f) if once else measure(f, samples, warmup)
+    rounds = args.rounds or (1 if args.quick else 3)
+    timed = ["--device", args.device, "--samples", str(samples), "--warmup", str(warmup)]
+    for rec in records:
+        measure_rounds(rec, exe, timed + ["--epochs"] * args.epochs, libs, rounds, samples, warmup)
 
-    context = machine_context(args, samples, load, libs)
+    context = machine_context(args, samples, rounds, load, libs)
     rows = table_rows(records)
     print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
     for rec in records:

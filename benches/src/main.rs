@@ -2,8 +2,8 @@
 //! object per line, for `benches/run.py` to compare with numpy and PyTorch.
 //!
 //! ```text
-//! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--epochs] [--list]
-//!              [--device cpu|cuda]
+//! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--name NAME] [--epochs]
+//!              [--list] [--device cpu|cuda]
 //! ```
 //!
 //! `--device cuda` runs the GPU set instead (f32 GEMM at 4096 and 8192, also
@@ -15,7 +15,9 @@
 //! [`workloads::Workload::describe`]) and `flops` (null for whole networks), then
 //! the timing (`median_ms`, `min_ms`, `samples`, `calls_per_sample`), an `error`
 //! message (e.g. for an op the backend does not support) or, for a workload this
-//! machine lacks the data for, why it was `skipped`. `--epochs` adds the
+//! machine lacks the data for, why it was `skipped`. `--name` runs the one
+//! workload of that exact name (`benches/run.py` runs each workload on its own,
+//! alternating with the other libraries). `--epochs` adds the
 //! Fashion-MNIST epochs, each timed once. Threads come from rayon's global pool:
 //! set `RAYON_NUM_THREADS` to fix their number.
 
@@ -32,19 +34,21 @@ struct Options {
     samples: usize,
     warmup: usize,
     filter: Option<String>,
+    name: Option<String>,
     epochs: bool,
     list: bool,
     cuda: bool,
 }
 
 const USAGE: &str = "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] \
-                     [--epochs] [--list] [--device cpu|cuda]";
+                     [--name NAME] [--epochs] [--list] [--device cpu|cuda]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
         samples: 10,
         warmup: 2,
         filter: None,
+        name: None,
         epochs: false,
         list: false,
         cuda: false,
@@ -55,6 +59,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--samples" => opts.samples = parse_count("--samples", &value("--samples")?)?,
             "--warmup" => opts.warmup = parse_count("--warmup", &value("--warmup")?)?,
             "--filter" => opts.filter = Some(value("--filter")?),
+            "--name" => opts.name = Some(value("--name")?),
             "--epochs" => opts.epochs = true,
             "--list" => opts.list = true,
             "--device" => {
@@ -154,9 +159,15 @@ fn main() -> ExitCode {
     } else {
         workloads::all(opts.epochs)
     };
-    let selected = set
+    let selected: Vec<_> = set
         .into_iter()
-        .filter(|w| opts.filter.as_ref().is_none_or(|f| w.name.contains(f)));
+        .filter(|w| opts.filter.as_ref().is_none_or(|f| w.name.contains(f)))
+        .filter(|w| opts.name.as_ref().is_none_or(|n| w.name == *n))
+        .collect();
+    if let (Some(name), true) = (&opts.name, selected.is_empty()) {
+        eprintln!("verjus-bench: no workload is named {name:?} (see --list)");
+        return ExitCode::FAILURE;
+    }
     for workload in selected {
         println!("{}", run(&workload, &opts));
     }

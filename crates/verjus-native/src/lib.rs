@@ -22,6 +22,7 @@ mod pool;
 mod reduce;
 mod select;
 mod softmax;
+mod transpose;
 mod vmath;
 
 pub use backend::NativeBackend;

@@ -6,7 +6,8 @@
 //! strides. When the last output axis is contiguous in the input (the identity
 //! included, which collapses to one axis) rows are plain `memcpy`s; otherwise
 //! (2-D transposes, batched transposes, general permutations) the slab is copied
-//! in tiles, so that reads and writes both stay within a few cache lines.
+//! in tiles, so that reads and writes both stay within a few cache lines; a
+//! plain 2-D transpose (rows contiguous in the input) goes to `transpose.rs`.
 
 use rayon::prelude::*;
 use verjus_core::ops::PermutePlan;
@@ -85,6 +86,12 @@ impl Layout {
     /// Copies rows `r0..` of the slab at input offset `base` into `out` (whole rows).
     fn copy_rows<T: Copy>(&self, x: &[T], base: usize, r0: usize, out: &mut [T]) {
         let (rs, cs, cl) = (self.rows.stride, self.cols.stride, self.cols.len);
+        if rs == 1 {
+            // A plain transpose: output row r is input column r.
+            let rows = out.len() / cl;
+            crate::transpose::transpose(&x[base + r0..], cs, out, cl, rows, cl);
+            return;
+        }
         if cs == 1 {
             for (r, row) in out.chunks_exact_mut(cl).enumerate() {
                 let start = base + (r0 + r) * rs;
