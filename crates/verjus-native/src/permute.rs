@@ -86,17 +86,17 @@ impl Layout {
     /// Copies rows `r0..` of the slab at input offset `base` into `out` (whole rows).
     fn copy_rows<T: Copy>(&self, x: &[T], base: usize, r0: usize, out: &mut [T]) {
         let (rs, cs, cl) = (self.rows.stride, self.cols.stride, self.cols.len);
-        if rs == 1 {
-            // A plain transpose: output row r is input column r.
-            let rows = out.len() / cl;
-            crate::transpose::transpose(&x[base + r0..], cs, out, cl, rows, cl);
-            return;
-        }
         if cs == 1 {
             for (r, row) in out.chunks_exact_mut(cl).enumerate() {
                 let start = base + (r0 + r) * rs;
                 row.copy_from_slice(&x[start..start + cl]);
             }
+            return;
+        }
+        if rs == 1 {
+            // A plain transpose: output row r is input column r.
+            let rows = out.len() / cl;
+            crate::transpose::transpose(&x[base + r0..], cs, out, cl, rows, cl);
             return;
         }
         for c0 in (0..cl).step_by(TILE_COLS) {
