@@ -33,15 +33,12 @@ pub(crate) fn first_out_of_range(
         1,
         &mut [arg(&sp), arg(&one), arg(&none)],
     )?;
-    let kernel = match indices.dtype() {
-        DType::I64 => "check_indices_i64",
-        _ => "check_indices_i32",
-    };
+    let check_kernel = kernel(indices, "check_indices_i64", "check_indices_i32");
     let (ip, c, l) = (ptr(op, indices)?, count as i64, len as i64);
     be.launch_n(
         op,
         Module::Index,
-        kernel,
+        check_kernel,
         count,
         &mut [arg(&ip), arg(&c), arg(&l), arg(&sp)],
     )?;
@@ -91,32 +88,9 @@ pub(crate) fn index_select(
     indices: &Tensor,
     y: &mut Tensor,
 ) -> Result<()> {
-    let op = "index_select";
-    be.enter(op)?;
-    check(be, op, plan, indices)?;
+    let kernels = ("index_select_i64", "index_select_i32");
     let n = y.numel();
-    let (xp, ip, yp) = (ptr(op, x)?, ptr(op, indices)?, ptr_mut(op, y)?);
-    let (o, l, i, c) = (
-        plan.outer as i64,
-        plan.len as i64,
-        plan.inner as i64,
-        plan.count as i64,
-    );
-    be.launch_n(
-        op,
-        Module::Index,
-        kernel(indices, "index_select_i64", "index_select_i32"),
-        n,
-        &mut [
-            arg(&xp),
-            arg(&ip),
-            arg(&yp),
-            arg(&o),
-            arg(&l),
-            arg(&i),
-            arg(&c),
-        ],
-    )
+    launch_indexed(be, "index_select", kernels, plan, x, indices, y, n)
 }
 
 pub(crate) fn index_add(
@@ -126,10 +100,26 @@ pub(crate) fn index_add(
     indices: &Tensor,
     dst: &mut Tensor,
 ) -> Result<()> {
-    let op = "index_add";
+    let kernels = ("index_add_i64", "index_add_i32");
+    let n = src.numel();
+    launch_indexed(be, "index_add", kernels, plan, src, indices, dst, n)
+}
+
+/// Checks `indices`, then runs the `(i64, i32)` kernel pair's one for their
+/// dtype over `n` threads as `kernel(src, indices, dst, outer, len, inner, count)`.
+#[allow(clippy::too_many_arguments)] // the op's operands plus its kernel pair
+fn launch_indexed(
+    be: &CudaBackend,
+    op: &str,
+    (i64_name, i32_name): (&'static str, &'static str),
+    plan: &IndexPlan,
+    src: &Tensor,
+    indices: &Tensor,
+    dst: &mut Tensor,
+    n: usize,
+) -> Result<()> {
     be.enter(op)?;
     check(be, op, plan, indices)?;
-    let n = src.numel();
     let (sp, ip, dp) = (ptr(op, src)?, ptr(op, indices)?, ptr_mut(op, dst)?);
     let (o, l, i, c) = (
         plan.outer as i64,
@@ -140,7 +130,7 @@ pub(crate) fn index_add(
     be.launch_n(
         op,
         Module::Index,
-        kernel(indices, "index_add_i64", "index_add_i32"),
+        kernel(indices, i64_name, i32_name),
         n,
         &mut [
             arg(&sp),
