@@ -20,12 +20,15 @@ With ``--rf``, runs instead the RF frontend's per-op overhead benchmark,
 tensors; it needs the verjus Python package built), with the same ``--quick``,
 ``--threads`` and ``--markdown``.
 
-Each workload runs in ``--rounds`` rounds (3; 1 with ``--quick``), and within
-a round verjus, numpy and PyTorch run it one after the other, so that a slow
-spell of this shared machine falls on all of them rather than on one library's
-whole run. A time is the median over the rounds of each round's median sample;
-a ratio is the median of the rounds' ratios (each pair measured within seconds).
-An epoch is timed once.
+Samples are interleaved: ``verjus-bench --serve`` holds one workload ready and
+takes a sample whenever asked, so each round is one sample of verjus, then
+numpy's, then PyTorch's, each after a short pause for the previous library's
+worker threads to go idle and 50 ms of untimed calls for the cores to come back
+to speed. This shared machine runs in spells (the MLP step took 6.5 ms for 40
+steps in a row, then 4.8 ms), and samples taken milliseconds apart share their
+spell. ``--pairs`` rounds (30; 5 with ``--quick``) per workload; a time is the
+median of a library's samples, a ratio the median of the rounds' ratios. An
+epoch is timed once per library.
 
 Ratios are verjus time / other time: below 1 verjus is faster. A workload
 verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
@@ -38,7 +41,7 @@ memory of each step is reported: verjus' allocator high-water mark against
 ``torch.cuda.max_memory_allocated``. ``--bench-exe`` uses a prebuilt
 ``verjus-bench`` (the GPU machine has no Rust; see docs/gpu.md).
 
-    python benches/run.py [--quick] [--rounds N] [--epochs] [--threads N] [--filter SUBSTRING]
+    python benches/run.py [--quick] [--pairs N] [--epochs] [--threads N] [--filter SUBSTRING]
                           [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH] [--rf]
 """
 
@@ -62,18 +65,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MIN_SAMPLE_S = 0.01  # fast ops repeat within a sample until it lasts this long
-IDLE_PAUSE_S = 0.5  # lets the worker threads of the previous library fall asleep
+# Pause after a library's sample until its worker threads stop spinning
+# (measured as the process's CPU time while idle: OpenBLAS about 150 ms,
+# PyTorch's OpenMP a few ms, rayon under 1 ms).
+SETTLE_S = {"verjus": 0.005, "numpy": 0.2, "torch": 0.02}
+# Untimed calls before each sample: after a pause this VM's cores take some
+# 30-50 ms to run at full speed again.
+REWARM_S = 0.05
+EPOCH_PAUSE_S = 0.5  # before each library's epoch
 THREAD_VARS = ("RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="fewer samples (3 instead of 10)")
+    p.add_argument("--quick", action="store_true", help="fewer rounds (5 instead of 30)")
     p.add_argument(
         "--epochs", action="store_true", help="also time one Fashion-MNIST epoch per network"
     )
     p.add_argument(
-        "--rounds", type=int, default=None, help="rounds per workload (3; 1 with --quick)"
+        "--pairs",
+        type=int,
+        default=None,
+        help="interleaved rounds of samples per workload (30; 5 with --quick)",
     )
     p.add_argument("--threads", type=int, default=2, help="threads for every library (2)")
     p.add_argument("--filter", default=None, help="only workloads whose name contains this")
@@ -108,21 +121,59 @@ def run_verjus(exe: Path, args: list[str]) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
-def measure(f: Callable[[], object], samples: int, warmup: int) -> float:
-    """Median milliseconds per call of ``f``, timed as verjus-bench times its ops."""
+def sampler(f: Callable[[], object], warmup: int) -> Callable[[], float]:
+    """Warms ``f`` up and returns a function taking one sample: untimed calls for
+    ``REWARM_S`` (at least one), then milliseconds per call over enough calls to
+    last ``MIN_SAMPLE_S``, as verjus-bench samples."""
     once = 0.0
     for _ in range(max(warmup, 1)):
         start = time.perf_counter()
         f()
         once = time.perf_counter() - start
     calls = max(1, min(10_000, math.ceil(MIN_SAMPLE_S / max(once, 1e-9))))
-    times = []
-    for _ in range(samples):
+
+    def take() -> float:
+        start = time.perf_counter()
+        f()
+        while time.perf_counter() - start < REWARM_S:
+            f()
         start = time.perf_counter()
         for _ in range(calls):
             f()
-        times.append((time.perf_counter() - start) * 1e3 / calls)
-    return statistics.median(times)
+        return (time.perf_counter() - start) * 1e3 / calls
+
+    return take
+
+
+class VerjusServer:
+    """``verjus-bench --serve`` for one workload: ``ready`` is its first line
+    (description, or ``error`` / ``skipped``); ``sample()`` takes one sample
+    after ``REWARM_S`` of untimed calls."""
+
+    def __init__(self, exe: Path, args: list[str]) -> None:
+        cmd = [str(exe), *args, "--serve"]
+        print("==> " + " ".join(cmd), file=sys.stderr)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            status = self.proc.wait()
+            raise SystemExit(f"verjus-bench --serve ended with exit status {status}")
+        return json.loads(line)
+
+    def sample(self) -> float:
+        self.proc.stdin.write(f"{REWARM_S * 1e3}\n")
+        self.proc.stdin.flush()
+        reply = self._read()
+        if "error" in reply:
+            raise SystemExit(f"verjus-bench failed while sampling: {reply['error']}")
+        return reply["ms"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def measure_once(f: Callable[[], object]) -> float:
@@ -287,44 +338,55 @@ def torch_cuda_workload(torch, rec: dict) -> Callable[[], object] | None:
     return step
 
 
-def measure_rounds(
-    rec: dict,
-    exe: Path,
-    bench_args: list[str],
-    libs: dict,
-    rounds: int,
-    samples: int,
-    warmup: int,
+def measure_interleaved(
+    rec: dict, exe: Path, bench_args: list[str], libs: dict, pairs: int, warmup: int
 ) -> None:
-    """Times one workload in verjus and each library, ``rounds`` times in turn,
-    and stores in ``rec`` the median times (``median_ms``, ``<lib>_ms``) and the
-    median of the per-round ratios (``<lib>_ratio``). An epoch runs once.
-
-    Before each library a pause lets the previous one's worker threads fall
-    asleep: idle OpenMP / OpenBLAS workers spin for a while after each call and
-    would starve the next library's threads."""
-    once = rec["op"] == "train_epoch"
-    times: dict[str, list[float | None]] = {lib: [] for lib in ["verjus", *libs]}
-    for _ in range(1 if once else rounds):
-        time.sleep(IDLE_PAUSE_S)
-        [line] = run_verjus(exe, [*bench_args, "--name", rec["name"]])
-        rec.update({k: v for k, v in line.items() if k not in ("median_ms", "min_ms")})
-        times["verjus"].append(line.get("median_ms"))
+    """Times one workload in verjus and each library, one sample of each in turn
+    for ``pairs`` rounds, and stores in ``rec`` the median times (``median_ms``,
+    ``<lib>_ms``) and the median of the rounds' ratios (``<lib>_ratio``)."""
+    server = VerjusServer(exe, [*bench_args, "--warmup", str(warmup), "--name", rec["name"]])
+    try:
+        rec.update(server.ready)
+        if "error" in rec or "skipped" in rec:
+            return
+        takes = {"verjus": server.sample}
         for lib, (module, workload) in libs.items():
-            f = workload(module, rec) if module is not None and "skipped" not in rec else None
+            f = workload(module, rec) if module is not None else None
             if f is not None:
-                time.sleep(IDLE_PAUSE_S)
-                print(f"==> {lib}: {rec['name']}", file=sys.stderr)
-                times[lib].append(measure_once(f) if once else measure(f, samples, warmup))
+                takes[lib] = sampler(f, warmup)
+        times: dict[str, list[float]] = {lib: [] for lib in takes}
+        print(f"==> {rec['name']}: {pairs} rounds of {', '.join(takes)}", file=sys.stderr)
+        for _ in range(pairs):
+            for lib, take in takes.items():
+                times[lib].append(take())
+                time.sleep(SETTLE_S[lib])
+    finally:
+        server.close()
     ours = times.pop("verjus")
-    if all(t is not None for t in ours):
-        rec["median_ms"] = statistics.median(ours)
+    rec["median_ms"] = statistics.median(ours)
+    rec["min_ms"] = min(ours)
     for lib, theirs in times.items():
-        if theirs:
-            rec[f"{lib}_ms"] = statistics.median(theirs)
-            if "median_ms" in rec:
-                pairs = zip(ours, theirs, strict=True)
-                rec[f"{lib}_ratio"] = statistics.median(a / b for a, b in pairs)
+        rec[f"{lib}_ms"] = statistics.median(theirs)
+        pairs_of = zip(ours, theirs, strict=True)
+        ratios = sorted(a / b for a, b in pairs_of)
+        rec[f"{lib}_ratio"] = statistics.median(ratios)
+        rec[f"{lib}_ratio_spread"] = (ratios[len(ratios) // 10], ratios[-1 - len(ratios) // 10])
+
+
+def measure_epoch(rec: dict, exe: Path, bench_args: list[str], libs: dict) -> None:
+    """Times one epoch once in verjus and once in each library, each after a pause."""
+    time.sleep(EPOCH_PAUSE_S)
+    [line] = run_verjus(exe, [*bench_args, "--name", rec["name"]])
+    rec.update(line)
+    if "median_ms" not in rec:
+        return
+    for lib, (module, workload) in libs.items():
+        f = workload(module, rec) if module is not None and "skipped" not in rec else None
+        if f is not None:
+            time.sleep(EPOCH_PAUSE_S)
+            print(f"==> {lib}: {rec['name']}", file=sys.stderr)
+            rec[f"{lib}_ms"] = measure_once(f)
+            rec[f"{lib}_ratio"] = rec["median_ms"] / rec[f"{lib}_ms"]
 
 
 def import_optional(name: str):
@@ -405,6 +467,19 @@ def markdown_table(rows: list[list[str]], context: list[str], header: list[str] 
     return "\n".join(out) + "\n"
 
 
+def spread_notes(records: list[dict]) -> list[str]:
+    """For the network workloads: how far the rounds' ratios ranged (10th to 90th
+    percentile), to show how much one ratio can be trusted."""
+    notes = []
+    for rec in records:
+        if rec["op"] in ("train_step", "infer") and "torch_ratio_spread" in rec:
+            lo, hi = rec["torch_ratio_spread"]
+            notes.append(
+                f"{rec['name']}: verjus/torch per round {lo:.2f}-{hi:.2f} (10th-90th percentile)"
+            )
+    return notes
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -415,9 +490,7 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_context(
-    args: argparse.Namespace, samples: int, rounds: int, load: float, libs: dict
-) -> list[str]:
+def machine_context(args: argparse.Namespace, pairs: int, load: float, libs: dict) -> list[str]:
     """Lines saying where, when and how the table was made."""
     versions = ", ".join(
         f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
@@ -427,8 +500,8 @@ def machine_context(
         f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",
         f"Date: {datetime.datetime.now():%Y-%m-%d %H:%M}",
         f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
-        f"Run: {args.threads} threads, {mode} ({rounds} rounds of {samples} samples per library, "
-        f"libraries alternating), start load average {load:.1f}",
+        f"Run: {args.threads} threads, {mode} ({pairs} rounds per workload of one sample per "
+        f"library, interleaved), start load average {load:.1f}",
         f"Libraries: {versions or 'no numpy/torch'}",
     ]
 
@@ -448,7 +521,7 @@ def main() -> None:
         print(f"warning: load average {load:.1f}: other processes will distort the timings")
     for var in THREAD_VARS:  # before numpy or torch start their thread pools
         os.environ[var] = str(args.threads)
-    samples, warmup = (3, 1) if args.quick else (10, 2)
+    warmup = 1 if args.quick else 2
 
     exe = args.bench_exe or build_bench()
     listed = ["--device", args.device] + ["--epochs"] * args.epochs
@@ -463,14 +536,20 @@ def main() -> None:
     else:
         libs = {"numpy": (import_optional("numpy"), numpy_workload)}
         libs["torch"] = (torch, torch_workload)
-    rounds = args.rounds or (1 if args.quick else 3)
-    timed = ["--device", args.device, "--samples", str(samples), "--warmup", str(warmup)]
+    pairs = args.pairs if args.pairs is not None else 5 if args.quick else 30
+    if pairs < 1:
+        raise SystemExit("--pairs must be at least 1")
+    device = ["--device", args.device] + ["--epochs"] * args.epochs
     for rec in records:
-        measure_rounds(rec, exe, timed + ["--epochs"] * args.epochs, libs, rounds, samples, warmup)
+        if rec["op"] == "train_epoch":
+            measure_epoch(rec, exe, device, libs)
+        else:
+            measure_interleaved(rec, exe, device, libs, pairs, warmup)
 
-    context = machine_context(args, samples, rounds, load, libs)
+    context = machine_context(args, pairs, load, libs)
     rows = table_rows(records)
-    print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}")
+    notes = spread_notes(records)
+    print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}\n" + "\n".join(notes))
     for rec in records:
         if "peak_bytes" in rec and "torch_peak_bytes" in rec:
             mb = 1 << 20
@@ -483,7 +562,8 @@ def main() -> None:
             if kind in rec:
                 print(f"{kind} {rec['name']}: {rec[kind]}")
     if args.markdown:
-        args.markdown.write_text(markdown_table(rows, context))
+        spread = "".join(f"- {n}\n" for n in notes)
+        args.markdown.write_text(markdown_table(rows, context) + (f"\n{spread}" if spread else ""))
         print(f"\nwrote {args.markdown}")
 
 

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] [--name NAME] [--epochs]
-//!              [--list] [--device cpu|cuda]
+//!              [--list] [--device cpu|cuda] [--serve]
 //! ```
 //!
 //! `--device cuda` runs the GPU set instead (f32 GEMM at 4096 and 8192, also
@@ -17,16 +17,23 @@
 //! message (e.g. for an op the backend does not support) or, for a workload this
 //! machine lacks the data for, why it was `skipped`. `--name` runs the one
 //! workload of that exact name (`benches/run.py` runs each workload on its own,
-//! alternating with the other libraries). `--epochs` adds the
+//! alternating with the other libraries); with `--serve` it prepares that one
+//! workload and takes a sample per line read from stdin (see [`serve`]), which
+//! is how `run.py` interleaves verjus' samples with the other libraries'.
+//! `--epochs` adds the
 //! Fashion-MNIST epochs, each timed once. Threads come from rayon's global pool:
 //! set `RAYON_NUM_THREADS` to fix their number.
 
 mod nets;
+mod serve;
 mod timing;
 mod workloads;
 
 use serde_json::{json, Value};
 use std::process::ExitCode;
+use std::sync::Arc;
+use verjus_core::BackendRef;
+use verjus_cuda::CudaBackend;
 use workloads::merge;
 
 /// Command-line options.
@@ -38,10 +45,11 @@ struct Options {
     epochs: bool,
     list: bool,
     cuda: bool,
+    serve: bool,
 }
 
 const USAGE: &str = "usage: verjus-bench [--samples N] [--warmup N] [--filter SUBSTRING] \
-                     [--name NAME] [--epochs] [--list] [--device cpu|cuda]";
+                     [--name NAME] [--epochs] [--list] [--device cpu|cuda] [--serve]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
@@ -52,6 +60,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
         epochs: false,
         list: false,
         cuda: false,
+        serve: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -62,6 +71,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--name" => opts.name = Some(value("--name")?),
             "--epochs" => opts.epochs = true,
             "--list" => opts.list = true,
+            "--serve" => opts.serve = true,
             "--device" => {
                 opts.cuda = match value("--device")?.as_str() {
                     "cpu" => false,
@@ -73,6 +83,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    if opts.serve && opts.name.is_none() {
+        return Err("--serve needs --name".into());
+    }
     Ok(opts)
 }
 
@@ -83,11 +96,26 @@ fn parse_count(name: &str, text: &str) -> Result<usize, String> {
     }
 }
 
+/// The backend `workload` runs on: the native one, or CUDA device 0 set up for
+/// it (TF32 as the workload asks, peak memory reset) and returned a second time
+/// for its memory statistics.
+fn backend(
+    workload: &workloads::Workload,
+    cuda: bool,
+) -> verjus_core::Result<(BackendRef, Option<Arc<CudaBackend>>)> {
+    if !cuda {
+        return Ok((verjus_native::backend(), None));
+    }
+    let c = verjus_cuda::cuda_backend(0)?;
+    c.set_tf32(workload.tf32());
+    c.reset_peak_memory();
+    Ok((c.clone(), Some(c)))
+}
+
 /// The JSON line of one workload: its description, then the timing, the error or
 /// why it was skipped.
 fn run(workload: &workloads::Workload, opts: &Options) -> Value {
-    let mut line = json!({"name": workload.name, "flops": workload.flops()});
-    merge(&mut line, workload.describe());
+    let mut line = workload.line();
     if opts.list {
         return line;
     }
@@ -95,24 +123,12 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
         merge(&mut line, json!({"skipped": reason}));
         return line;
     }
-    let cuda = if opts.cuda {
-        match verjus_cuda::cuda_backend(0) {
-            Ok(be) => Some(be),
-            Err(e) => {
-                merge(&mut line, json!({"error": e.to_string()}));
-                return line;
-            }
+    let (be, cuda) = match backend(workload, opts.cuda) {
+        Ok(pair) => pair,
+        Err(e) => {
+            merge(&mut line, json!({"error": e.to_string()}));
+            return line;
         }
-    } else {
-        None
-    };
-    let be: verjus_core::BackendRef = match &cuda {
-        Some(c) => {
-            c.set_tf32(workload.tf32());
-            c.reset_peak_memory();
-            c.clone()
-        }
-        None => verjus_native::backend(),
     };
     let result = workload.prepare(be.clone()).and_then(|mut f| {
         if workload.once() {
@@ -167,6 +183,21 @@ fn main() -> ExitCode {
     if let (Some(name), true) = (&opts.name, selected.is_empty()) {
         eprintln!("verjus-bench: no workload is named {name:?} (see --list)");
         return ExitCode::FAILURE;
+    }
+    if opts.serve {
+        let [workload] = selected.as_slice() else {
+            eprintln!("verjus-bench: --serve takes exactly one workload");
+            return ExitCode::FAILURE;
+        };
+        return match backend(workload, opts.cuda) {
+            Ok((be, cuda)) => serve::serve(workload, be, cuda, opts.warmup),
+            Err(e) => {
+                let mut line = workload.line();
+                merge(&mut line, json!({"error": e.to_string()}));
+                println!("{line}");
+                ExitCode::FAILURE
+            }
+        };
     }
     for workload in selected {
         println!("{}", run(&workload, &opts));

@@ -19,14 +19,13 @@ pub struct Timing {
     pub calls_per_sample: usize,
 }
 
-/// Runs `f` `warmup` times (at least once, which also sizes the samples), then
-/// `samples` timed samples. The first error ends the measurement.
-pub fn measure(
+/// Runs `f` `warmup` times (at least once) and returns how many calls make
+/// one sample of at least [`MIN_SAMPLE`].
+pub fn warm_up(
     be: &dyn Backend,
     f: &mut dyn FnMut() -> Result<()>,
     warmup: usize,
-    samples: usize,
-) -> Result<Timing> {
+) -> Result<usize> {
     let mut once = Duration::ZERO;
     for _ in 0..warmup.max(1) {
         let start = Instant::now();
@@ -35,15 +34,31 @@ pub fn measure(
         once = start.elapsed();
     }
     let calls = (MIN_SAMPLE.as_secs_f64() / once.as_secs_f64().max(1e-9)).ceil() as usize;
-    let calls = calls.clamp(1, 10_000);
+    Ok(calls.clamp(1, 10_000))
+}
+
+/// One sample: `calls` calls of `f`, in milliseconds per call.
+pub fn sample(be: &dyn Backend, f: &mut dyn FnMut() -> Result<()>, calls: usize) -> Result<f64> {
+    let start = Instant::now();
+    for _ in 0..calls {
+        f()?;
+    }
+    be.synchronize()?;
+    Ok(start.elapsed().as_secs_f64() * 1e3 / calls as f64)
+}
+
+/// Warms `f` up ([`warm_up`]), then takes `samples` samples. The first error
+/// ends the measurement.
+pub fn measure(
+    be: &dyn Backend,
+    f: &mut dyn FnMut() -> Result<()>,
+    warmup: usize,
+    samples: usize,
+) -> Result<Timing> {
+    let calls = warm_up(be, f, warmup)?;
     let mut times: Vec<f64> = Vec::with_capacity(samples);
     for _ in 0..samples.max(1) {
-        let start = Instant::now();
-        for _ in 0..calls {
-            f()?;
-        }
-        be.synchronize()?;
-        times.push(start.elapsed().as_secs_f64() * 1e3 / calls as f64);
+        times.push(sample(be, f, calls)?);
     }
     times.sort_by(f64::total_cmp);
     Ok(Timing {

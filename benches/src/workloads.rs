@@ -228,6 +228,13 @@ impl Workload {
         }
     }
 
+    /// The first fields of its JSON line: name, FLOP count, op and sizes.
+    pub fn line(&self) -> Value {
+        let mut line = json!({"name": self.name, "flops": self.flops()});
+        merge(&mut line, self.describe());
+        line
+    }
+
     /// The op and its sizes, as `run.py` reads them.
     pub fn describe(&self) -> Value {
         let mut v = self.describe_op();
