@@ -127,24 +127,25 @@ fn epoch(name: &str, net: Net) -> Workload {
 /// Every workload, in the order they are reported; the epochs (which take a
 /// while) only when `epochs` is set.
 ///
-/// The MLP shapes are those of a 784-512-512-10 network at batch 128 with
-/// `y = x @ W` (`W` stored `[in, out]`): forward `x @ W`, backward
-/// `dx = dy @ W^T` and `dW = x^T @ dy` (the first layer needs no `dx`). The
-/// convolutions are the two layers of the Fashion-MNIST CNN at batch 128. The
-/// network workloads run those two networks whole, at the same batch size.
+/// The MLP shapes are the products a 784-512-512-10 network at batch 128 runs
+/// with weights stored `[out, in]` (verjus' Linear, like PyTorch's): forward
+/// `x @ W^T`, backward `dx = dy @ W` and `dW = dy^T @ x` (the first layer needs
+/// no `dx`). The convolutions are the two layers of the Fashion-MNIST CNN at
+/// batch 128. The network workloads run those two networks whole, at the same
+/// batch size.
 pub fn all(epochs: bool) -> Vec<Workload> {
     let mut all = vec![
         gemm("gemm_256", 256, 256, 256, false, false),
         gemm("gemm_1024", 1024, 1024, 1024, false, false),
         gemm("gemm_2048", 2048, 2048, 2048, false, false),
-        gemm("mlp_fwd_784x512", 128, 784, 512, false, false),
-        gemm("mlp_fwd_512x512", 128, 512, 512, false, false),
-        gemm("mlp_fwd_512x10", 128, 512, 10, false, false),
-        gemm("mlp_bwd_dx_10x512", 128, 10, 512, false, true),
-        gemm("mlp_bwd_dx_512x512", 128, 512, 512, false, true),
-        gemm("mlp_bwd_dw_512x10", 512, 128, 10, true, false),
+        gemm("mlp_fwd_784x512", 128, 784, 512, false, true),
+        gemm("mlp_fwd_512x512", 128, 512, 512, false, true),
+        gemm("mlp_fwd_512x10", 128, 512, 10, false, true),
+        gemm("mlp_bwd_dx_10x512", 128, 10, 512, false, false),
+        gemm("mlp_bwd_dx_512x512", 128, 512, 512, false, false),
+        gemm("mlp_bwd_dw_512x10", 10, 128, 512, true, false),
         gemm("mlp_bwd_dw_512x512", 512, 128, 512, true, false),
-        gemm("mlp_bwd_dw_784x512", 784, 128, 512, true, false),
+        gemm("mlp_bwd_dw_784x512", 512, 128, 784, true, false),
         conv("conv1_fwd_1x32_28", 1, 28, 32, false),
         conv("conv1_fwdbwd_1x32_28", 1, 28, 32, true),
         conv("conv2_fwd_32x64_14", 32, 14, 64, false),
