@@ -87,16 +87,13 @@ pub(crate) fn sgemm_on(
     }
     if b.trans && m >= TRANSPOSE_B_MIN_ROWS {
         if !a.trans && m < n {
-            // C^T = B_stored @ A^T, written straight into C's row-major layout:
-            // only the smaller A is copied (a Linear forward's input instead of
-            // its weight).
-            return with_transposed(a.data, m, k, |at| {
-                let dst = Strided::col_major(c, n);
-                let lhs = Strided::row_major(b.data, k);
-                let rhs = Strided::row_major(at, m);
-                run(threads, n, m, k, dst, lhs, rhs, alpha, beta);
-                Ok(())
-            });
+            // C^T = B_stored @ A^T, written straight into C's row-major layout,
+            // with A^T read in place (A viewed column-major): nothing is copied.
+            let dst = Strided::col_major(c, n);
+            let lhs = Strided::row_major(b.data, k);
+            let rhs = Strided::col_major(a.data, k);
+            run(threads, n, m, k, dst, lhs, rhs, alpha, beta);
+            return Ok(());
         }
         return with_transposed(b.data, n, k, |bt| {
             let b = MatRef {
@@ -200,15 +197,16 @@ fn run(
     }
 }
 
-/// From this many rows of `A` on, a transposed `B` is not read in place. The
-/// `gemm` crate's kernels read a column-major right-hand side at about half
-/// speed (measured: `[128, 512] @ [512, 512]^T` took 0.97 ms against 0.44 ms
-/// for numpy). Either `B` is copied into row-major order, or, when `A` is the
-/// smaller operand, `A` is copied transposed and the product is formed as
-/// `C^T = B_stored @ A^T` into `C` viewed column-major (a Linear forward,
-/// `x [128, 784] @ W^T`: 0.96 ms copying `W`, 0.75 ms copying `x`, 0.67 ms
-/// for an untransposed product). With few rows the product is too small to
-/// repay a copy.
+/// From this many rows of `A` on, a transposed `B` is not the right-hand side
+/// of the crate's product: its kernels read such a column-major right-hand side
+/// at about half speed (measured: `[128, 512] @ [512, 512]^T` took 0.97 ms
+/// against 0.44 ms for numpy). When `A` is the smaller operand (a Linear
+/// forward, `x [128, 784] @ W^T`) the product is formed as `C^T = B_stored @
+/// A^T` into `C` viewed column-major, with `A^T` read in place (interleaved A/B
+/// against copying `A` transposed first, as before stop 12: 0.86-0.89 of the
+/// time for `x [128, 784] @ W^T`, 0.90-0.91 for `[128, 512] @ [512, 512]^T`);
+/// otherwise `B` is copied into row-major order. With few rows the product is
+/// too small to repay a copy.
 const TRANSPOSE_B_MIN_ROWS: usize = 16;
 
 thread_local! {
