@@ -20,9 +20,8 @@
 //! alternating with the other libraries); with `--serve` it prepares that one
 //! workload and takes a sample per line read from stdin (see [`serve`]), which
 //! is how `run.py` interleaves verjus' samples with the other libraries'.
-//! `--epochs` adds the
-//! Fashion-MNIST epochs, each timed once. Threads come from rayon's global pool:
-//! set `RAYON_NUM_THREADS` to fix their number.
+//! `--epochs` adds the Fashion-MNIST epochs, each timed once. Threads come from
+//! rayon's global pool: set `RAYON_NUM_THREADS` to fix their number.
 
 mod nets;
 mod serve;
