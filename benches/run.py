@@ -236,7 +236,8 @@ def load_fashion_mnist(torch, data_dir: Path):
 
 
 def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
-    """Inference, a training step or a training epoch of a network in PyTorch."""
+    """Inference, a training step, its optimizer step alone (`update`, from fixed
+    gradients) or a training epoch of a network in PyTorch."""
     model, batch = torch_net(torch.nn, rec["net"]), rec["batch"]
     x = torch.rand(batch, 1, 28, 28, generator=gen)
     if rec["op"] == "infer":
@@ -261,6 +262,10 @@ def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
     if rec["op"] == "train_step":
         y = torch.randint(10, (batch,), generator=gen)
         return lambda: step(x, y)
+    if rec["op"] == "update":
+        for p in model.parameters():
+            p.grad = torch.randn(p.shape, generator=gen)
+        return opt.step
     images, labels = load_fashion_mnist(torch, Path(rec["data_dir"]))
 
     def epoch():
@@ -296,7 +301,7 @@ def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
         if not grad:
             return lambda: conv(x, w, bias, padding=pad)
         return lambda: torch.autograd.grad(conv(x, w, bias, padding=pad), (x, w, bias), dy)
-    if rec["op"] in ("infer", "train_step", "train_epoch"):
+    if rec["op"] in ("infer", "train_step", "update", "train_epoch"):
         return torch_network_workload(torch, rec, gen)
     return None
 
@@ -471,7 +476,7 @@ def spread_notes(records: list[dict]) -> list[str]:
     percentile), to show how much one ratio can be trusted."""
     notes = []
     for rec in records:
-        if rec["op"] in ("train_step", "infer") and "torch_ratio_spread" in rec:
+        if rec["op"] in ("train_step", "update", "infer") and "torch_ratio_spread" in rec:
             lo, hi = rec["torch_ratio_spread"]
             notes.append(
                 f"{rec['name']}: verjus/torch per round {lo:.2f}-{hi:.2f} (10th-90th percentile)"

@@ -1,10 +1,11 @@
-//! Whole-network workloads: a training step, inference, and a Fashion-MNIST epoch
-//! of the example networks (`examples/nets/`, compiled in), through `verjus-nn`'s
-//! `Trainer` and `Network` as a training loop or a server would call them.
+//! Whole-network workloads: a training step, its solver update alone, inference,
+//! and a Fashion-MNIST epoch of the example networks (`examples/nets/`, compiled
+//! in), through `verjus-nn`'s `Trainer`, `Solver` and `Network` as a training
+//! loop or a server would call them.
 
 use crate::workloads::{filled, Runner};
 use serde_json::{json, Value};
-use verjus_core::{ops, BackendRef, Result, Tensor};
+use verjus_core::{ops, scoped, BackendRef, Result, Tensor};
 use verjus_nn::data::{data_dir, load_fashion_mnist, Split, ENV_VAR};
 use verjus_nn::solver::{Adam, Sgd, Solver};
 use verjus_nn::{Loss, Network, NetworkDef, Trainer};
@@ -92,6 +93,21 @@ pub fn train_step(net: Net, opt: Optimizer, batch: usize, be: BackendRef) -> Res
     let mut trainer = trainer(net, opt, &be)?;
     let (x, y) = random_batch(&be, batch)?;
     Ok(Box::new(move || trainer.train_minibatch(&x, &y).map(drop)))
+}
+
+/// The solver update that ends a training step, alone: one `Solver::step` over
+/// all of `net`'s parameters from fixed gradients (summed over `batch` examples),
+/// on the backend's pool as `Trainer::train_minibatch` runs it.
+pub fn update(net: Net, opt: Optimizer, batch: usize, be: BackendRef) -> Result<Runner> {
+    let mut network = net.build(&be)?;
+    let grads = (network.parameters().iter().enumerate())
+        .map(|(i, p)| filled(&*be, p.value.dims().to_vec(), 100 + i as u64))
+        .collect::<Result<Vec<_>>>()?;
+    let mut solver = opt.solver();
+    Ok(Box::new(move || {
+        let params = network.parameters_mut();
+        scoped(&*be, || solver.step(&*be, params, &grads, batch).map(drop))
+    }))
 }
 
 /// The forward pass in inference mode into a context kept across calls.

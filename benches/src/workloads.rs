@@ -37,6 +37,12 @@ pub enum Op {
         opt: Optimizer,
         batch: usize,
     },
+    /// The solver update of a training step of `net` alone (see [`nets::update`]).
+    Update {
+        net: Net,
+        opt: Optimizer,
+        batch: usize,
+    },
     /// The forward pass of `net` in inference mode (see [`nets::infer`]).
     Infer { net: Net, batch: usize },
     /// One Fashion-MNIST training epoch of `net` (see [`nets::epoch`]); timed
@@ -158,6 +164,14 @@ pub fn all(epochs: bool) -> Vec<Workload> {
             },
         ),
         step("mlp_step", Net::Mlp, Optimizer::Adam),
+        named(
+            "mlp_adam_update",
+            Op::Update {
+                net: Net::Mlp,
+                opt: Optimizer::Adam,
+                batch: BATCH,
+            },
+        ),
         step("mlp_step_sgd", Net::Mlp, Optimizer::SgdMomentum),
         step("cnn_step", Net::Cnn, Optimizer::Adam),
     ];
@@ -212,7 +226,9 @@ impl Workload {
                     forward
                 }
             }
-            Op::TrainStep { .. } | Op::Infer { .. } | Op::Epoch { .. } => return None,
+            Op::TrainStep { .. } | Op::Update { .. } | Op::Infer { .. } | Op::Epoch { .. } => {
+                return None
+            }
         })
     }
 
@@ -267,6 +283,11 @@ impl Workload {
                         "c_out": c_out, "kernel": kernel, "pad": pad, "backward": backward}),
             Op::TrainStep { net, opt, batch } => {
                 let mut line = json!({"op": "train_step", "net": net.file(), "batch": batch});
+                merge(&mut line, opt.describe());
+                line
+            }
+            Op::Update { net, opt, batch } => {
+                let mut line = json!({"op": "update", "net": net.file(), "batch": batch});
                 merge(&mut line, opt.describe());
                 line
             }
@@ -331,6 +352,7 @@ impl Workload {
                 }))
             }
             Op::TrainStep { net, opt, batch } => nets::train_step(net, opt, batch, be),
+            Op::Update { net, opt, batch } => nets::update(net, opt, batch, be),
             Op::Infer { net, batch } => nets::infer(net, batch, be),
             Op::Epoch { net, opt, batch } => nets::epoch(net, opt, batch, be),
         }
@@ -360,4 +382,27 @@ pub fn filled(be: &dyn Backend, dims: impl Into<Vec<usize>>, seed: u64) -> Resul
         })
         .collect();
     ops::upload(be, &Tensor::from_vec(shape.dims().to_vec(), data)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_repeated_workload_runs_on_the_native_backend() {
+        let mut ran = 0;
+        for w in all(false) {
+            // The largest products would only cost test time.
+            if w.flops().is_some_and(|f| f > 1e9) {
+                continue;
+            }
+            let mut run =
+                (w.prepare(verjus_native::backend())).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            run()
+                .and_then(|()| run())
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            ran += 1;
+        }
+        assert!(ran >= 15, "only {ran} workloads ran");
+    }
 }
