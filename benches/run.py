@@ -411,10 +411,6 @@ def gflops(rec: dict, ms: float | None) -> float | None:
     return None if ms is None or rec["flops"] is None else rec["flops"] / (ms * 1e6)
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a / b
-
-
 def table_rows(records: list[dict]) -> list[list[str]]:
     rows = []
     for rec in records:
@@ -528,10 +524,9 @@ def main() -> None:
     warmup = 1 if args.quick else 2
 
     exe = args.bench_exe or build_bench()
-    listed = ["--device", args.device] + ["--epochs"] * args.epochs
-    if args.filter:
-        listed += ["--filter", args.filter]
-    records = run_verjus(exe, [*listed, "--list"])
+    device = ["--device", args.device] + ["--epochs"] * args.epochs
+    name_filter = ["--filter", args.filter] if args.filter else []
+    records = run_verjus(exe, [*device, *name_filter, "--list"])
     torch = import_optional("torch")
     if torch is not None:
         torch.set_num_threads(args.threads)
@@ -543,7 +538,6 @@ def main() -> None:
     pairs = args.pairs if args.pairs is not None else 5 if args.quick else 30
     if pairs < 1:
         raise SystemExit("--pairs must be at least 1")
-    device = ["--device", args.device] + ["--epochs"] * args.epochs
     for rec in records:
         if rec["op"] == "train_epoch":
             measure_epoch(rec, exe, device, libs)

@@ -1,11 +1,11 @@
 //! 2-D transposes of 4-byte elements in 8x8 blocks with AVX shuffles.
 //!
 //! The permute kernel's general strided copy moves one element at a time; for a
-//! plain transpose of f32 (a Linear layer's input before its GEMM, every
-//! training step) that cost about 2 ns per element. Eight rows loaded as
-//! vectors and transposed in registers move 64 elements with 8 loads, 24
-//! shuffles and 8 stores. Shuffles move bits without arithmetic, so the copy is
-//! exact for any 4-byte `Copy` type.
+//! plain transpose of f32 (a weight copied transposed before a GEMM that cannot
+//! read it in place, every training step: see `gemm.rs`) that cost about 2 ns
+//! per element. Eight rows loaded as vectors and transposed in registers move
+//! 64 elements with 8 loads, 24 shuffles and 8 stores. Shuffles move bits
+//! without arithmetic, so the copy is exact for any 4-byte `Copy` type.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
