@@ -153,12 +153,14 @@ impl Geom {
         }
     }
 
-    /// Whether an output row is an input row shifted sideways (unit stride along
-    /// the width, equal widths, as with "same" padding): then the visible part of
-    /// a column-matrix row is one contiguous run of the input plane, up to the
-    /// edge columns, and is copied in one piece instead of row by row.
+    /// Whether an output row is an input row shifted sideways and the next
+    /// output row reads the next input row (unit strides, equal widths, as with
+    /// "same" padding): then the visible part of a column-matrix row is one
+    /// contiguous run of the input plane, up to the edge columns, and is copied
+    /// in one piece instead of row by row. A height stride above 1 skips input
+    /// rows, so such a run would read the wrong ones.
     fn rows_are_shifts(&self) -> bool {
-        self.stride[1] == 1 && self.ow == self.w
+        self.stride == [1, 1] && self.ow == self.w
     }
 
     /// For a shift tap: the run `lo..hi` of the tap's visible output rows (as one
@@ -659,6 +661,9 @@ mod tests {
             (1, 2, 4, 4, 2, 5, 5, [1, 1], [2, 2], [1, 1]),
             (2, 3, 5, 7, 4, 3, 3, [1, 1], [2, 2], [2, 2]),
             (0, 2, 5, 5, 3, 3, 3, [1, 1], [1, 1], [1, 1]),
+            // Height stride 2 with the output as wide as the input.
+            (2, 3, 9, 6, 4, 3, 3, [2, 1], [1, 1], [1, 1]),
+            (1, 2, 8, 5, 3, 3, 1, [2, 1], [0, 0], [1, 1]),
         ];
         for (case, &(n, c, h, wd, o, kh, kw, s, pad, d)) in cases.iter().enumerate() {
             let p = params(s, pad, d);

@@ -60,7 +60,7 @@ const fn case(
     }
 }
 
-const CASES: [Case; 10] = [
+const CASES: [Case; 12] = [
     case([1, 1, 1, 1], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], true),
     case([2, 3, 7, 13], [5, 3, 3, 3], [1, 1], [1, 1], [1, 1], true),
     case([1, 2, 17, 9], [3, 2, 2, 5], [2, 3], [1, 2], [2, 1], false),
@@ -71,6 +71,10 @@ const CASES: [Case; 10] = [
     case([2, 3, 5, 5], [0, 3, 3, 3], [1, 1], [0, 0], [1, 1], true),
     case([1, 13, 6, 5], [7, 13, 3, 2], [1, 2], [2, 0], [2, 2], false),
     case([1, 65, 3, 3], [17, 65, 3, 3], [1, 1], [1, 1], [1, 1], true),
+    // Strided along the height only, output as wide as the input: consecutive
+    // output rows are not consecutive input rows.
+    case([2, 3, 9, 6], [4, 3, 3, 3], [2, 1], [1, 1], [1, 1], true),
+    case([1, 2, 8, 5], [3, 2, 3, 1], [2, 1], [0, 0], [1, 1], false),
 ];
 
 fn cases() -> impl Iterator<Item = (u64, Case)> {
