@@ -42,6 +42,9 @@ pub struct Network {
     def: NetworkDef,
     descriptors: Vec<Descriptor>,
     pub(crate) parameters: Vec<Parameter>,
+    /// Per parameter: whether a live node uses it, so that backward gives it a
+    /// gradient. The Trainer updates only these (see [`Network::build`]).
+    pub(crate) trained: Vec<bool>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) n_inputs: usize,
     /// Unit shape per value.
@@ -181,12 +184,17 @@ impl Network {
         }
         let output_values: Vec<usize> = outputs.iter().map(|&(_, v)| v).collect();
         fuse::relu_into_max_pool(&mut nodes, &flat, n_in, &value_units, &output_values)?;
+        let mut trained = vec![false; parameters.len()];
+        for node in nodes.iter().filter(|n| n.live) {
+            node.params.iter().for_each(|&p| trained[p] = true);
+        }
         Ok(Network {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             seed,
             def,
             descriptors,
             parameters,
+            trained,
             nodes,
             n_inputs: n_in,
             value_units,

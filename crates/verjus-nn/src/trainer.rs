@@ -195,8 +195,18 @@ impl Trainer {
         }
         self.net
             .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
-        self.solver
-            .step(be, self.net.parameters_mut(), bufs.ctx.param_grads(), batch)?;
+        // Only parameters that backward reaches: as PyTorch's optimizers skip a
+        // parameter without a gradient, a layer that feeds no output is neither
+        // decayed nor given solver state.
+        let net = &mut self.net;
+        let (mut params, grads): (Vec<&mut Parameter>, Vec<&Tensor>) = net
+            .parameters
+            .iter_mut()
+            .zip(bufs.ctx.param_grads())
+            .zip(&net.trained)
+            .filter_map(|(pair, &trained)| trained.then_some(pair))
+            .unzip();
+        self.solver.step(be, &mut params, &grads, batch)?;
         Ok((loss, batch))
     }
 

@@ -44,8 +44,9 @@ use verjus_core::{Backend, Error, Result, Tensor};
 
 /// A parameter as the solver sees it: a name that keys its state, and its value.
 ///
-/// Implemented for `(&str, &mut Tensor)` and `(String, Tensor)`, and for the
-/// network's own parameter type, so a solver steps any of them without copying.
+/// Implemented for `(&str, &mut Tensor)` and `(String, Tensor)`, for the
+/// network's own parameter type and for mutable references to any of them, so
+/// a solver steps any of them (or a selection) without copying.
 pub trait ParamMut {
     /// The parameter's unique name (its layer path, e.g. `fc1.weight`).
     fn name(&self) -> &str;
@@ -64,6 +65,18 @@ impl ParamMut for (&str, &mut Tensor) {
     }
     fn value_mut(&mut self) -> &mut Tensor {
         self.1
+    }
+}
+
+impl<P: ParamMut> ParamMut for &mut P {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn value(&self) -> &Tensor {
+        (**self).value()
+    }
+    fn value_mut(&mut self) -> &mut Tensor {
+        (**self).value_mut()
     }
 }
 
