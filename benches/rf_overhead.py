@@ -189,6 +189,11 @@ def measure(
     return {key: statistics.median(v) for key, v in times.items()}
 
 
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b``, or None when either timing is missing (a library was skipped)."""
+    return None if a is None or b is None else a / b
+
+
 HEADER = ["op", "verjus.rf µs", "torch µs", "returnn rf µs", "verjus/torch", "verjus/returnn"]
 
 
@@ -200,7 +205,7 @@ def table_rows(us: dict[tuple[str, str], float], libs: dict, skipped: dict) -> l
         for lib in LIBS:
             row.append("skipped" if lib in skipped else harness.fmt(us.get((lib, op))))
         for lib in ("torch", "returnn"):
-            r = harness.ratio(v, us.get((lib, op)))
+            r = ratio(v, us.get((lib, op)))
             mark = "" if r is None or r <= TARGETS[lib] else " (over target)"
             row.append("-" if r is None else f"{r:.2f}{mark}" if r >= 0.01 else f"{r:.1e}{mark}")
         rows.append(row)
