@@ -95,6 +95,7 @@ macro_rules! __conformance_list {
             random_normal => $crate::checks::random_normal,
             gemm => $crate::checks::gemm,
             unary => $crate::checks::unary,
+            relu_keeps_nan => $crate::checks::relu_keeps_nan,
             unary_backward => $crate::checks::unary_backward,
             binary => $crate::checks::binary,
             binary_backward => $crate::checks::binary_backward,

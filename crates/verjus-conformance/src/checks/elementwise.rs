@@ -135,6 +135,23 @@ pub fn unary(be: &dyn Backend) -> Result<(), String> {
     })
 }
 
+/// ReLU passes NaN through (PyTorch does; a NaN that became 0 would hide a bad
+/// input from the loss). The tables above cannot hold NaN: it never compares equal.
+pub fn relu_keeps_nan(be: &dyn Backend) -> Result<(), String> {
+    let what = "relu of NaN";
+    let x = Array::new(vec![5], vec![f32::NAN, -1.0, 0.5, f32::NAN, 0.0]);
+    let tx = put(be, what, &x)?;
+    let mut ty = zeros(be, what, &[5], DType::F32)?;
+    ops::unary(be, UnaryOp::Relu, &tx, &mut ty).context(what)?;
+    let y: Vec<f32> = get(be, what, &ty)?;
+    let ok = y[0].is_nan() && y[3].is_nan() && y[1] == 0.0 && y[2] == 0.5 && y[4] == 0.0;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what}: expected [NaN, 0, 0.5, NaN, 0], got {y:?}"))
+    }
+}
+
 /// `ops::unary_backward` for every op on every shape (`y` is the exact forward).
 pub fn unary_backward(be: &dyn Backend) -> Result<(), String> {
     let cases = UNARY_OPS

@@ -28,7 +28,7 @@ mod softmax;
 pub use concat::{concat, split};
 pub use conv::{conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter};
 pub use dropout::{dropout, dropout_backward};
-pub use elementwise::{binary, binary_backward, unary, unary_backward};
+pub use elementwise::{binary, binary_backward, relu_keeps_nan, unary, unary_backward};
 pub(crate) use elementwise::{BINARY_OPS, UNARY_OPS};
 pub use gemm::gemm;
 pub use index::{index_add, index_select};

@@ -67,7 +67,15 @@ impl UnaryOp {
             UnaryOp::Abs => x.abs(),
             UnaryOp::Square => x * x,
             UnaryOp::Recip => 1.0 / x,
-            UnaryOp::Relu => x.max(0.0),
+            // Not `x.max(0.0)`, which turns NaN into 0: NaN passes through, as in
+            // PyTorch, so a NaN input shows in the loss instead of vanishing.
+            UnaryOp::Relu => {
+                if x < 0.0 {
+                    0.0
+                } else {
+                    x
+                }
+            }
             UnaryOp::Sigmoid => sigmoid(x),
             UnaryOp::Tanh => x.tanh(),
             UnaryOp::Gelu => {

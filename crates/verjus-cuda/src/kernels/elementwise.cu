@@ -40,7 +40,7 @@ __device__ __forceinline__ float unary_apply(int op, float x, float s) {
         case 5: return fabsf(x);
         case 6: return x * x;
         case 7: return 1.0f / x;
-        case 8: return fmaxf(x, 0.0f);
+        case 8: return x < 0.0f ? 0.0f : x;  // NaN passes through, as in PyTorch
         case 9: return sigmoid_f(x);
         case 10: return tanhf(x);
         case 11: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
