@@ -3,6 +3,8 @@ the mismatch, swapping from checkpoint folders and watching one."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -109,3 +111,61 @@ def test_watch_swaps_in_new_checkpoints(tmp_path: Path) -> None:
         assert runner.generation == 1
     finally:
         runner.stop_watching()
+
+
+def test_a_callback_can_stop_the_watching(tmp_path: Path, monkeypatch) -> None:
+    folder = tmp_path / "serving"
+    verjus.Network.from_def(MLP, seed=1).save(folder)
+    runner = verjus.Runner.from_checkpoint(folder)
+    unraisable: list = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    arrived = threading.Event()
+
+    def stop_after_first(event: dict) -> None:
+        runner.stop_watching()
+        arrived.set()
+
+    runner.watch(folder, interval=0.01, on_event=stop_after_first)
+    verjus.Network.from_def(MLP, seed=2).save(folder)
+    assert arrived.wait(10)
+    time.sleep(0.1)
+    verjus.Network.from_def(MLP, seed=3).save(folder)  # no longer watched
+    time.sleep(0.2)
+    assert unraisable == []
+    assert runner.generation == 1
+    runner.watch(folder, interval=0.01)  # and it can watch again
+    runner.stop_watching()
+
+
+EXIT_DURING_CALLBACK = """
+import sys, time
+import verjus
+folder = sys.argv[1]
+mlp = {
+    "inputs": [{"name": "x", "shape": [4]}],
+    "layers": [{"name": "fc", "type": "Linear", "out_features": 2}],
+}
+verjus.Network.from_def(mlp, seed=0).save(folder)
+runner = verjus.Runner.from_checkpoint(folder)
+def slow(event):
+    for _ in range(300):
+        time.sleep(0.001)  # releases the GIL, as logging or I/O would
+    print("callback finished", flush=True)
+runner.watch(folder, interval=0.01, on_event=slow)
+verjus.Network.from_def(mlp, seed=1).save(folder)
+time.sleep(0.1)  # the watcher is inside the callback now
+print("exiting", flush=True)
+"""
+
+
+def test_exit_while_a_callback_runs_waits_for_it(tmp_path: Path) -> None:
+    # Before, the interpreter's shutdown killed the watcher thread inside the
+    # callback and the process aborted (SIGABRT).
+    run = subprocess.run(
+        [sys.executable, "-c", EXIT_DURING_CALLBACK, str(tmp_path / "serving")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == ["exiting", "callback", "finished"]

@@ -17,7 +17,9 @@ version of it.
 
 from __future__ import annotations
 
+import atexit
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,18 @@ from verjus import _verjus
 from verjus.network import Network
 
 __all__ = ["Runner"]
+
+# Runners whose watcher runs. Python calls back into a watcher's callback from
+# a thread it does not own; if the interpreter shuts down while that callback
+# runs, the thread is killed inside Rust code and the process aborts. So the
+# watchers are stopped (each callback allowed to finish) before shutdown.
+_watching: weakref.WeakSet[Runner] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_watchers() -> None:
+    for runner in list(_watching):
+        runner.stop_watching()
 
 
 class Runner:
@@ -73,6 +87,8 @@ class Runner:
 
     def swap(self, network: Network) -> int:
         """Serves a copy of ``network`` from now on; returns the new generation."""
+        if not isinstance(network, Network):
+            raise TypeError(f"swap takes a verjus.Network, got {type(network).__name__}")
         return self._native.swap(network._native)
 
     def swap_from(self, path: str | os.PathLike[str]) -> int:
@@ -88,11 +104,15 @@ class Runner:
         """Polls ``path`` every ``interval`` seconds and swaps in each new version.
         ``on_event`` receives ``{"event": "swapped", "generation": n}`` or
         ``{"event": "refused", "error": message}`` (refusals go to stderr without
-        it); it runs on the watcher's thread."""
+        it); it runs on the watcher's thread, may call ``stop_watching``, and
+        should return promptly: interpreter exit waits for it."""
         self._native.watch(os.fspath(path), interval, on_event)
+        _watching.add(self)
 
     def stop_watching(self) -> None:
-        """Stops watching; returns once the watcher has stopped."""
+        """Stops watching; returns once the watcher has stopped (called from the
+        watcher's own callback: once that callback returns)."""
+        _watching.discard(self)
         self._native.stop_watching()
 
     def __repr__(self) -> str:

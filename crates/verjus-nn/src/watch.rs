@@ -58,6 +58,11 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         self.signal();
         if let Some(thread) = self.thread.take() {
+            // Dropped by its own callback (a callback that stops the watching):
+            // the thread cannot wait for itself; it exits when the callback returns.
+            if thread.thread().id() == std::thread::current().id() {
+                return;
+            }
             // A panicking callback ended the thread; there is nothing to report.
             let _ = thread.join();
         }
