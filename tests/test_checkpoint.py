@@ -240,3 +240,16 @@ def test_weights_follow_pytorchs_layout() -> None:
     h = np.maximum(h.reshape(2, -1) @ w["fc1.weight"].T + w["fc1.bias"], 0)
     expected = h @ w["fc2.weight"].T + w["fc2.bias"]
     np.testing.assert_allclose(net(x), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_atomic_text_files_get_the_mode_of_any_new_file(tmp_path: Path) -> None:
+    # metrics.jsonl and curves.png were written 0600 (tempfile.mkstemp's mode).
+    from verjus._files import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(tmp_path / "metrics.jsonl", "{}\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "metrics.jsonl").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]

@@ -131,3 +131,40 @@ def test_wrong_python_types_are_type_errors():
         verjus.Trainer("net", optim.Adam())
     with pytest.raises(TypeError):
         verjus.Trainer(cnn(), "adam")
+
+
+def test_non_finite_settings_name_the_field():
+    with pytest.raises(ValueError, match=r"SGD: lr must be a finite number, got nan"):
+        verjus.Trainer(cnn(), optim.SGD(lr=float("nan")))
+    with pytest.raises(ValueError, match=r"AdamW: weight_decay must be a finite number, got inf"):
+        verjus.Trainer(cnn(), optim.AdamW(weight_decay=float("inf")))
+    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got nan"):
+        verjus.Trainer(cnn(), optim.Adam(), label_smoothing=float("nan"))
+    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got 2"):
+        verjus.Trainer(cnn(), optim.Adam(), label_smoothing=2)
+
+
+def test_a_nan_input_shows_in_the_loss_instead_of_corrupting_the_weights():
+    # ReLU passes NaN through (as PyTorch does), so the loss is NaN, the step is
+    # refused, and the weights stay as they were.
+    net = verjus.Network.from_def(
+        nn.Sequential(nn.Linear(8), nn.ReLU(), nn.Linear(3), input_shape=(4,))
+    )
+    trainer = verjus.Trainer(net, optim.Adam())
+    before = net.state_dict()
+    x = np.ones((2, 4), np.float32)
+    x[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"diverged"):
+        trainer.train_minibatch(x, np.zeros(2, np.int64))
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(value, before[name])
+    assert np.isnan(net(x)[0]).all()
+
+
+def test_a_misaligned_array_is_copied_not_refused():
+    net = verjus.Network.from_def(nn.Sequential(nn.Linear(3), input_shape=(4,)))
+    buffer = np.zeros(2 * 4 * 4 + 1, np.uint8)
+    x = buffer[1:].view(np.float32).reshape(2, 4)  # C-contiguous, at an odd address
+    x[:] = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert not x.flags.aligned
+    np.testing.assert_array_equal(net(x), net(np.ascontiguousarray(x)))

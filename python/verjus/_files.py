@@ -9,7 +9,7 @@ weights (``Network.save_weights``).
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 __all__ = ["write_bytes_atomic", "write_text_atomic"]
@@ -18,7 +18,10 @@ __all__ = ["write_bytes_atomic", "write_text_atomic"]
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replaces ``path`` with ``data`` atomically."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Not tempfile.mkstemp: its files are private (0600), and the rename would
+    # carry that mode over. os.open with 0666 applies the umask like any new file.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

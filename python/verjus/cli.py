@@ -185,6 +185,17 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed(text: str) -> int:
+    """A seed: an integer in [0, 2^64)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**64:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^64), got {text!r}")
+    return seed
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verjus", description="verjus deep learning framework")
     parser.add_argument("--version", action="version", version=f"verjus {__version__}")
@@ -201,7 +212,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--weight-decay", type=float, default=0.0)
     train.add_argument("--batch-size", type=int, default=128)
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    train.add_argument("--seed", type=int, default=0, help="initialisation and shuffling")
+    train.add_argument("--seed", type=_seed, default=0, help="initialisation and shuffling")
     train.add_argument("--out", default="runs/latest", help="run folder (created)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)

@@ -16,9 +16,10 @@ Values are checked by the core when a ``Trainer`` is made: a bad one raises
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
+
+from verjus._config import dumps_finite
 
 __all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineWarmup", "Optimizer", "Schedule", "StepLR"]
 
@@ -104,8 +105,9 @@ class Optimizer:
         }
 
     def to_json(self) -> str:
-        """The ``SolverConfig`` as JSON text."""
-        return json.dumps(self.config())
+        """The ``SolverConfig`` as JSON text; a NaN or infinite setting raises
+        ``ValueError`` naming it (JSON has no such numbers)."""
+        return dumps_finite(self.config(), type(self).__name__)
 
 
 class SGD(Optimizer):

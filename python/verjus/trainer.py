@@ -33,6 +33,7 @@ import numpy.typing as npt
 from tqdm.auto import tqdm
 
 from verjus import _verjus
+from verjus._config import dumps_finite
 from verjus.network import Network
 from verjus.optim import Optimizer, from_config
 
@@ -105,15 +106,17 @@ class _FunctionCallback(Callback):
 
 def _loss_json(loss: str | Mapping[str, Any], label_smoothing: float) -> str:
     if isinstance(loss, Mapping):
-        return json.dumps(dict(loss))
+        return dumps_finite(dict(loss), "loss")
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; expected one of {sorted(LOSSES)}")
     config = dict(LOSSES[loss])
+    if not 0.0 <= label_smoothing < 1.0:  # also refuses NaN
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     if label_smoothing:
         if loss != "cross_entropy":
             raise ValueError("label_smoothing applies to the cross_entropy loss only")
         config["label_smoothing"] = label_smoothing
-    return json.dumps(config)
+    return dumps_finite(config, "loss")
 
 
 class _Progress:

@@ -86,7 +86,7 @@ fn numpy_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
 }
 
 /// `array` read in place when it already is a contiguous array of `T`, else
-/// converted by `numpy.ascontiguousarray(array, dtype=dtype_name)`.
+/// converted by `numpy.require(array, dtype_name, "CA")` (C order, aligned).
 fn borrow_or_convert<'py, T: Element + NpElement>(
     what: &str,
     array: &Bound<'py, PyUntypedArray>,
@@ -103,7 +103,10 @@ fn borrow_or_convert<'py, T: Element + NpElement>(
     let py = array.py();
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("dtype", dtype_name)?;
-    let converted = numpy_module(py)?.call_method("ascontiguousarray", (array,), Some(&kwargs))?;
+    // Aligned too ("A"): `ascontiguousarray` keeps a misaligned buffer (a view at
+    // an odd byte offset), which cannot be read as a slice of `T`.
+    kwargs.set_item("requirements", "CA")?;
+    let converted = numpy_module(py)?.call_method("require", (array,), Some(&kwargs))?;
     let ro = converted
         .extract::<PyReadonlyArrayDyn<'py, T>>()
         .map_err(|e| {
