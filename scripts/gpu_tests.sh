@@ -17,7 +17,7 @@ source scripts/common.sh
 trap on_exit EXIT
 
 require cargo "Install Rust from https://rustup.rs."
-require maturin "pip install maturin (in the project's .venv)."
+setup_venv  # .venv with maturin, as scripts/test.sh makes it
 OUT=.device
 rm -rf "$OUT"
 mkdir -p "$OUT/tests" "$OUT/bin" "$OUT/wheel"
@@ -40,7 +40,7 @@ done
 
 step "build verjus-bench"
 cargo build --release -p verjus-benches
-cp target/release/verjus-bench "$OUT/bin/"
+cp "${CARGO_TARGET_DIR:-target}/release/verjus-bench" "$OUT/bin/"
 
 step "build the abi3 wheel"
 maturin build --release --out "$OUT/wheel"
