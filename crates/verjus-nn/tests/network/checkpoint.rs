@@ -1,7 +1,7 @@
 //! Checkpoints: exact resume, round trips, atomic replacement that keeps
 //! foreign files, and refusal of broken folders without touching anything.
 
-use crate::common::{host, rand_tensor};
+use crate::common::{param_values as params, rand_tensor};
 use std::path::Path;
 use std::sync::Arc;
 use verjus_core::{BackendRef, Tensor};
@@ -56,14 +56,6 @@ fn run(t: &mut Trainer, steps: std::ops::Range<usize>) -> Vec<f32> {
             let (x, y) = batch(i);
             t.train_minibatch(&x, &y).unwrap().0
         })
-        .collect()
-}
-
-fn params(net: &Network) -> Vec<Vec<f32>> {
-    let be = NativeBackend::new();
-    net.parameters()
-        .iter()
-        .map(|p| host(&be, &p.value))
         .collect()
 }
 

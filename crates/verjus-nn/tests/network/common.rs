@@ -34,6 +34,15 @@ pub fn host(be: &dyn Backend, t: &Tensor) -> Vec<f32> {
     ops::download(be, t).unwrap().to_vec::<f32>().unwrap()
 }
 
+/// Every parameter's values on the host, in the network's order.
+pub fn param_values(net: &Network) -> Vec<Vec<f32>> {
+    let be = be();
+    net.parameters()
+        .iter()
+        .map(|p| host(&be, &p.value))
+        .collect()
+}
+
 pub fn zeros_like(be: &dyn Backend, t: &Tensor) -> Tensor {
     ops::zeros(be, t.shape(), DType::F32).unwrap()
 }

@@ -1,7 +1,7 @@
 //! A layer that feeds no output: the Trainer leaves its parameters alone, as
 //! PyTorch's optimizers skip a parameter without a gradient.
 
-use crate::common::{host, rand_tensor};
+use crate::common::{param_values as values, rand_tensor};
 use std::sync::Arc;
 use verjus_core::{BackendRef, Tensor};
 use verjus_native::NativeBackend;
@@ -33,14 +33,6 @@ fn trained(solver: Solver) -> (Vec<Vec<f32>>, Trainer) {
         t.train_minibatch(&x, &y).unwrap();
     }
     (before, t)
-}
-
-fn values(net: &Network) -> Vec<Vec<f32>> {
-    let be = NativeBackend::new();
-    net.parameters()
-        .iter()
-        .map(|p| host(&be, &p.value))
-        .collect()
 }
 
 #[test]
