@@ -138,7 +138,7 @@ def test_non_finite_settings_name_the_field():
         verjus.Trainer(cnn(), optim.SGD(lr=float("nan")))
     with pytest.raises(ValueError, match=r"AdamW: weight_decay must be a finite number, got inf"):
         verjus.Trainer(cnn(), optim.AdamW(weight_decay=float("inf")))
-    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got nan"):
+    with pytest.raises(ValueError, match=r"loss: label_smoothing must be a finite number, got nan"):
         verjus.Trainer(cnn(), optim.Adam(), label_smoothing=float("nan"))
     with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got 2"):
         verjus.Trainer(cnn(), optim.Adam(), label_smoothing=2)

@@ -110,8 +110,6 @@ def _loss_json(loss: str | Mapping[str, Any], label_smoothing: float) -> str:
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}; expected one of {sorted(LOSSES)}")
     config = dict(LOSSES[loss])
-    if not 0.0 <= label_smoothing < 1.0:  # also refuses NaN
-        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     if label_smoothing:
         if loss != "cross_entropy":
             raise ValueError("label_smoothing applies to the cross_entropy loss only")

@@ -353,6 +353,10 @@ impl Trainer {
         }
         let mut solver =
             Solver::from_config(state.solver).map_err(|e| in_file(&trainer_path, e))?;
+        state
+            .loss
+            .validate()
+            .map_err(|e| in_file(&trainer_path, e))?;
         let solver_path = folder.join(SOLVER_FILE);
         let tensors = weights::decode(&solver_path, contents.bytes(SOLVER_FILE))?;
         let restored = solver_state(&net, &solver, &state, tensors, &solver_path, &*be)?;

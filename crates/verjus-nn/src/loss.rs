@@ -41,6 +41,22 @@ impl Loss {
         }
     }
 
+    /// Checks the settings, so that a bad one is found when a trainer is made
+    /// or resumed rather than at its first step.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Loss::SoftmaxCrossEntropy { label_smoothing }
+                if !(0.0..1.0).contains(&label_smoothing) =>
+            {
+                Err(Error::invalid(
+                    "Loss::SoftmaxCrossEntropy",
+                    format!("label_smoothing must be in [0, 1), got {label_smoothing}"),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The mean loss over the batch; when `grad` is given (the output's shape),
     /// it receives the gradient of the sum of the per-example losses wrt `output`.
     /// Labels outside `[0, classes)` and mismatched shapes are errors.
@@ -185,5 +201,18 @@ mod tests {
             serde_json::from_str::<Loss>(r#"{"type": "SoftmaxCrossEntropy", "smoothing": 1}"#)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn label_smoothing_outside_zero_to_one_is_refused() {
+        for s in [0.0, 0.1, 0.999] {
+            let loss = Loss::SoftmaxCrossEntropy { label_smoothing: s };
+            assert!(loss.validate().is_ok(), "{s}");
+        }
+        for s in [-0.1, 1.0, 2.0, f32::NAN] {
+            let loss = Loss::SoftmaxCrossEntropy { label_smoothing: s };
+            let e = loss.validate().unwrap_err().to_string();
+            assert!(e.contains("label_smoothing must be in [0, 1)"), "{s}: {e}");
+        }
     }
 }

@@ -59,6 +59,7 @@ impl Trainer {
             serde_json::from_str(solver_json).map_err(|e| json_err("solver_json", e))?;
         let solver = Solver::from_config(config).map_err(to_py_err)?;
         let loss: Loss = serde_json::from_str(loss_json).map_err(|e| json_err("loss_json", e))?;
+        loss.validate().map_err(to_py_err)?;
         let target = device.map(device::backend).transpose()?;
         let model = Shared::clone(&network.get().model);
         let id = shared::next_trainer_id();

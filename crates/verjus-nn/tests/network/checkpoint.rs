@@ -174,6 +174,20 @@ fn broken_checkpoints_are_errors_naming_the_file() {
         err.contains("fc9.bias") && err.contains(TRAINER_FILE),
         "{err}"
     );
+    // A loss setting the first step would refuse is refused on resume.
+    let folder = fresh("e");
+    let text = std::fs::read_to_string(folder.join(TRAINER_FILE)).unwrap();
+    let edited = text.replace("\"label_smoothing\": 0.0", "\"label_smoothing\": 5.0");
+    assert_ne!(text, edited);
+    rewrite(&folder, TRAINER_FILE, edited.as_bytes());
+    let err = Trainer::resume(&folder, backend())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("label_smoothing") && err.contains(TRAINER_FILE),
+        "{err}"
+    );
 }
 
 /// Replaces `file` and updates the manifest to match, as a careful forger would.

@@ -1,9 +1,8 @@
 //! Integration tests of verjus-nn on the native backend: gradients against
 //! finite differences for every layer, gradient sums at fan-outs and shared
 //! parameters, batch sizes, dropout modes, losses, definition errors, layers
-//! that feed no output, the
-//! example networks, checkpoints and fuzzing of every loader. (One test
-//! binary, so the helpers compile once.)
+//! that feed no output, the example networks, checkpoints and fuzzing of every
+//! loader. (One test binary, so the helpers compile once.)
 
 mod checkpoint;
 mod common;
