@@ -103,6 +103,33 @@ impl Error {
         }
     }
 
+    /// This error, from checking the contents of the file `path`, naming the
+    /// file. Definition and shape errors keep their kind (Python maps them to
+    /// `ValueError`); file errors stay as they are; any other becomes a file
+    /// error.
+    pub fn in_file(self, path: &std::path::Path) -> Self {
+        let at = path.display();
+        match self {
+            Error::Definition { layer, msg } => Error::Definition {
+                layer,
+                msg: format!("{msg} (in {at})"),
+            },
+            Error::ShapeMismatch {
+                op,
+                what,
+                expected,
+                actual,
+            } => Error::ShapeMismatch {
+                op,
+                what: format!("{what} in {at}"),
+                expected,
+                actual,
+            },
+            Error::File { .. } => self,
+            other => Error::file(path, other.to_string()),
+        }
+    }
+
     /// Operation not implemented by a backend.
     pub fn unsupported(op: impl Into<String>, backend: impl Into<String>) -> Self {
         Error::Unsupported {

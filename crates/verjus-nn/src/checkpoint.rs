@@ -125,31 +125,6 @@ pub(crate) fn read_bounded(path: &Path, cap: Option<u64>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Names `path` in an error from checking its contents, keeping the kind of
-/// definition and shape errors (which Python maps to `ValueError`).
-fn in_file(path: &Path, err: Error) -> Error {
-    let at = path.display();
-    match err {
-        Error::Definition { layer, msg } => Error::Definition {
-            layer,
-            msg: format!("{msg} (in {at})"),
-        },
-        Error::ShapeMismatch {
-            op,
-            what,
-            expected,
-            actual,
-        } => Error::ShapeMismatch {
-            op,
-            what: format!("{what} in {at}"),
-            expected,
-            actual,
-        },
-        Error::File { .. } => err,
-        other => Error::file(path, other.to_string()),
-    }
-}
-
 fn parse_json<T: for<'de> Deserialize<'de>>(path: &Path, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::file(path, format!("invalid: {e}")))
 }
@@ -240,12 +215,12 @@ impl Contents {
         let def_path = folder.join(DEFINITION_FILE);
         let text = std::str::from_utf8(self.bytes(DEFINITION_FILE))
             .map_err(|e| Error::file(&def_path, format!("not UTF-8: {e}")))?;
-        let def = NetworkDef::from_json(text).map_err(|e| in_file(&def_path, e))?;
-        let mut net = Network::build(def, be, self.seed).map_err(|e| in_file(&def_path, e))?;
+        let def = NetworkDef::from_json(text).map_err(|e| e.in_file(&def_path))?;
+        let mut net = Network::build(def, be, self.seed).map_err(|e| e.in_file(&def_path))?;
         let weights_path = folder.join(WEIGHTS_FILE);
         let named = weights::decode(&weights_path, self.bytes(WEIGHTS_FILE))?;
         net.load_parameters(be, named, true)
-            .map_err(|e| in_file(&weights_path, e))?;
+            .map_err(|e| e.in_file(&weights_path))?;
         Ok(net)
     }
 }
@@ -351,12 +326,11 @@ impl Trainer {
                 format!("format_version {} is too new", state.format_version),
             ));
         }
-        let mut solver =
-            Solver::from_config(state.solver).map_err(|e| in_file(&trainer_path, e))?;
+        let mut solver = Solver::from_config(state.solver).map_err(|e| e.in_file(&trainer_path))?;
         state
             .loss
             .validate()
-            .map_err(|e| in_file(&trainer_path, e))?;
+            .map_err(|e| e.in_file(&trainer_path))?;
         let solver_path = folder.join(SOLVER_FILE);
         let tensors = weights::decode(&solver_path, contents.bytes(SOLVER_FILE))?;
         let restored = solver_state(&net, &solver, &state, tensors, &solver_path, &*be)?;

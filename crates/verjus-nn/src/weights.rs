@@ -109,10 +109,12 @@ impl Network {
     }
 
     /// Reads a safetensors file and loads it with [`Network::load_parameters`]:
-    /// nothing changes unless the whole file is valid and fits.
+    /// nothing changes unless the whole file is valid and fits. A tensor that
+    /// does not fit the network is an error naming the file too.
     pub fn load_weights(&mut self, be: &dyn Backend, path: &Path, strict: bool) -> Result<()> {
         let named = load_file(path)?;
         self.load_parameters(be, named, strict)
+            .map_err(|e| e.in_file(path))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::shared::{self, Shared};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use verjus::nn::{weights, NetworkDef};
 use verjus::{BackendRef, Tensor};
 
@@ -65,17 +65,24 @@ impl Network {
         })
     }
 
-    /// Replaces parameters by name (see `load_state_dict`), GIL released.
+    /// Replaces parameters by name (see `load_state_dict`), GIL released;
+    /// errors name `file` when the values came from one.
     fn load_named(
         &self,
         py: Python<'_>,
         named: Vec<(String, Tensor)>,
         strict: bool,
+        file: Option<&Path>,
     ) -> PyResult<()> {
         py.detach(|| {
             let mut model = shared::write(&self.model)?;
             let (net, be) = model.network_mut()?;
-            net.load_parameters(&*be, named, strict).map_err(to_py_err)
+            net.load_parameters(&*be, named, strict).map_err(|e| {
+                to_py_err(match file {
+                    Some(path) => e.in_file(path),
+                    None => e,
+                })
+            })
         })
     }
 }
@@ -250,7 +257,7 @@ impl Network {
             let tensor = convert::floats(&format!("parameter {name:?}"), &value)?.to_tensor()?;
             named.push((name, tensor));
         }
-        self.load_named(py, named, strict)
+        self.load_named(py, named, strict, None)
     }
 
     /// Loads a network folder (`save`'s, or a training checkpoint) onto `device`.
@@ -283,7 +290,7 @@ impl Network {
     fn load_weights(&self, py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<()> {
         // Read and check the file before taking the lock.
         let named = py.detach(|| weights::load_file(&path)).map_err(to_py_err)?;
-        self.load_named(py, named, strict)
+        self.load_named(py, named, strict, Some(&path))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
