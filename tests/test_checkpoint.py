@@ -253,3 +253,30 @@ def test_atomic_text_files_get_the_mode_of_any_new_file(tmp_path: Path) -> None:
         os.umask(old)
     assert (tmp_path / "metrics.jsonl").stat().st_mode & 0o777 == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
+
+
+def test_atomic_writes_go_through_links_and_keep_permissions(tmp_path: Path) -> None:
+    # Saving to a link replaced the link by a plain file, and a private (0600)
+    # file became 0644 when saved over.
+    from verjus._files import write_text_atomic
+
+    (tmp_path / "store").mkdir()
+    real = tmp_path / "store" / "def.json"
+    real.write_text("old")
+    real.chmod(0o600)
+    link = tmp_path / "def.json"
+    link.symlink_to("store/def.json")
+    write_text_atomic(link, "new")
+    assert link.is_symlink()
+    assert real.read_text() == "new"
+    assert real.stat().st_mode & 0o777 == 0o600
+
+    net = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    weights = tmp_path / "store" / "w.safetensors"
+    net.save_weights(weights)
+    weights.chmod(0o600)
+    (tmp_path / "w.safetensors").symlink_to("store/w.safetensors")
+    net.save_weights(tmp_path / "w.safetensors")
+    assert (tmp_path / "w.safetensors").is_symlink()
+    assert weights.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["def.json", "w.safetensors"]

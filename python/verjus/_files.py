@@ -2,14 +2,16 @@
 
 A file is written to a temporary file in the same folder, flushed and fsynced,
 then renamed over the target, and the folder is fsynced: a crash leaves either
-the old file or the new one, never a torn one. The Rust core does the same for
-weights (``Network.save_weights``).
+the old file or the new one, never a torn one. Writing through a symbolic link
+replaces the file it points to (the link stays), and a replaced file keeps its
+permissions. The Rust core does the same for weights (``Network.save_weights``).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 __all__ = ["write_bytes_atomic", "write_text_atomic"]
@@ -17,7 +19,9 @@ __all__ = ["write_bytes_atomic", "write_text_atomic"]
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replaces ``path`` with ``data`` atomically."""
-    path = Path(path)
+    # realpath follows the links (a dangling one to the file it names), so the
+    # rename below replaces the linked file, not the link.
+    path = Path(os.path.realpath(path))
     # Not tempfile.mkstemp: its files are private (0600), and the rename would
     # carry that mode over. os.open with 0666 applies the umask like any new file.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
@@ -25,6 +29,7 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            _keep_mode(path, f.fileno())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -36,6 +41,15 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _keep_mode(path: Path, fd: int) -> None:
+    """Gives the open file ``fd`` the permissions of ``path``, if it exists."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return
+    os.fchmod(fd, mode)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
