@@ -25,6 +25,7 @@
 //! an uninterrupted one.
 
 use crate::context::Context;
+use crate::data::Dataset;
 use crate::loss::Loss;
 use crate::network::Network;
 use crate::parameter::Parameter;
@@ -208,6 +209,22 @@ impl Trainer {
             .unzip();
         self.solver.step(be, &mut params, &grads, batch)?;
         Ok((loss, batch))
+    }
+
+    /// Checks `data`'s labels against the classes of the network's first output
+    /// when the loss takes labels, so that a bad label is named by its
+    /// example's index before an epoch starts rather than by its row in some
+    /// shuffled minibatch.
+    pub fn check_dataset(&self, data: &Dataset) -> Result<()> {
+        if self.loss == Loss::Mse {
+            return Ok(());
+        }
+        let classes = self
+            .net
+            .output_shapes()
+            .first()
+            .and_then(|(_, unit)| unit.last().copied());
+        classes.map_or(Ok(()), |classes| data.check_labels(classes))
     }
 
     /// Mean loss and (for integer labels) accuracy over all of `x` / `y`, in

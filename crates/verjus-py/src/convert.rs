@@ -21,7 +21,7 @@ use numpy::{
     Element as NpElement, IntoPyArray, PyArrayDescrMethods, PyReadonlyArrayDyn, PyUntypedArray,
     PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use verjus::core::{Element, HostData, HostView, Storage};
 use verjus::Tensor;
@@ -133,12 +133,32 @@ pub(crate) fn targets<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Targ
     let array = as_array(what, obj)?;
     let dtype = array.dtype();
     match dtype.kind() {
-        b'i' | b'u' => Ok(Targets::Labels(borrow_or_convert(what, &array, "int64")?)),
+        b'i' | b'u' => {
+            if dtype.kind() == b'u' && dtype.itemsize() == 8 {
+                refuse_above_i64(what, &array)?;
+            }
+            Ok(Targets::Labels(borrow_or_convert(what, &array, "int64")?))
+        }
         b'f' => Ok(Targets::Values(borrow_or_convert(what, &array, "float32")?)),
         _ => Err(PyTypeError::new_err(format!(
             "{what} must be integer class labels or float targets, got an array of {dtype}"
         ))),
     }
+}
+
+/// Refuses a uint64 array holding a value above `i64::MAX`, which the cast to
+/// int64 would wrap into a negative label.
+fn refuse_above_i64(what: &str, array: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
+    if array.len() == 0 {
+        return Ok(());
+    }
+    let max: u64 = array.call_method0("max")?.extract()?;
+    if i64::try_from(max).is_err() {
+        return Err(PyValueError::new_err(format!(
+            "{what}: label {max} does not fit int64"
+        )));
+    }
+    Ok(())
 }
 
 /// A numpy array that takes over the elements of the host tensor `t` (a

@@ -94,6 +94,28 @@ impl Dataset {
         self.len() == 0
     }
 
+    /// Checks that every integer label is a class in `[0, classes)`, naming the
+    /// first that is not by its example's index: a minibatch's error can only
+    /// name a row of the batch, which after shuffling says nothing. Float
+    /// targets pass.
+    pub fn check_labels(&self, classes: usize) -> Result<()> {
+        if self.labels.dtype() != DType::I64 {
+            return Ok(());
+        }
+        let labels = self.labels.as_slice::<i64>()?;
+        let outside = |&l: &i64| usize::try_from(l).map_or(true, |l| l >= classes);
+        match labels.iter().position(outside) {
+            Some(i) => Err(Error::invalid(
+                "Dataset",
+                format!(
+                    "label {} of example {i} is outside [0, {classes})",
+                    labels[i]
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Minibatches of `batch_size` examples (the last one may be smaller), in
     /// order or, with `shuffle = Some(seed)`, in a seeded random order. Use a new
     /// seed per epoch (e.g. `seed + epoch`) for a new order.
@@ -200,6 +222,21 @@ mod tests {
             Tensor::from_vec([n], y).unwrap(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn labels_outside_the_classes_name_their_example() {
+        let data = toy(5);
+        data.check_labels(5).unwrap();
+        let err = data.check_labels(4).unwrap_err().to_string();
+        assert!(err.contains("label 4 of example 4"), "{err}");
+        let negative = Dataset::new(
+            Tensor::from_vec([3, 1], vec![0f32; 3]).unwrap(),
+            Tensor::from_vec([3], vec![0i64, -1, 2]).unwrap(),
+        )
+        .unwrap();
+        let err = negative.check_labels(3).unwrap_err().to_string();
+        assert!(err.contains("label -1 of example 1"), "{err}");
     }
 
     #[test]
