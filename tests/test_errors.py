@@ -53,6 +53,21 @@ def test_malformed_json_is_a_value_error():
         verjus.Network.from_def('{"inputs": [')
 
 
+def test_definition_text_and_files_in_odd_shapes(tmp_path):
+    # A JSON array was taken for a file name; a byte-order mark and a binary
+    # file gave errors that named neither the file nor the problem.
+    with pytest.raises(ValueError, match=r"JSON"):
+        verjus.Network.from_def("[1, 2]")
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + (NETS / "fashion_mlp.json").read_bytes())
+    plain = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    assert verjus.Network.from_def(bom).to_def() == plain.to_def()
+    binary = tmp_path / "weights.bin"
+    binary.write_bytes(b"\x00\x01\xff\xfe")
+    with pytest.raises(ValueError, match=r"weights\.bin: not a network definition: byte 2"):
+        verjus.Network.from_def(binary)
+
+
 def test_a_missing_definition_file_is_an_os_error(tmp_path):
     with pytest.raises(OSError, match=r"missing\.json"):
         verjus.Network.from_def(tmp_path / "missing.json")
@@ -78,8 +93,14 @@ def test_a_missing_or_damaged_weights_file_is_an_os_error(tmp_path):
 def test_weights_of_another_network_are_refused(tmp_path):
     cnn().save_weights(tmp_path / "cnn.safetensors")
     mlp = verjus.Network.from_def(NETS / "fashion_mlp.json")
-    with pytest.raises(ValueError, match=r"conv1|fc1"):
+    with pytest.raises(ValueError, match=r"(conv1|fc1).*cnn\.safetensors"):
         mlp.load_weights(tmp_path / "cnn.safetensors")
+
+
+def test_a_state_dict_must_be_a_mapping():
+    net = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    with pytest.raises(TypeError, match=r"mapping of parameter names to arrays, got a list"):
+        net.load_state_dict([1, 2])
 
 
 def test_a_missing_device_is_a_runtime_error():
@@ -108,10 +129,30 @@ def test_bad_training_data_is_a_value_error():
         trainer.train_minibatch(x, np.zeros(3, np.int64))
     with pytest.raises(ValueError, match=r"label"):
         trainer.train_minibatch(x, np.full(4, 10, np.int64))  # only 10 classes
+    with pytest.raises(ValueError, match=r"label 9223372036854775808 does not fit int64"):
+        trainer.train_minibatch(x, np.array([2**63, 0, 0, 0], np.uint64))  # was wrapped to -1
     with pytest.raises(ValueError, match=r"\[1, 28, 28\]"):
         trainer.fit(np.zeros((4, 784), np.float32), np.zeros(4, np.int64), progress=False)
     with pytest.raises(ValueError, match=r"unknown loss"):
         verjus.Trainer(cnn(), optim.Adam(), loss="hinge")
+
+
+def test_fit_names_a_bad_label_by_its_example_and_its_validation_data_by_shape():
+    # A label outside the classes was named by its row in a shuffled batch.
+    trainer = verjus.Trainer(cnn(), optim.Adam())
+    x = np.zeros((300, 1, 28, 28), np.float32)
+    y = np.zeros(300, np.int64)
+    y[217] = 12
+    with pytest.raises(ValueError, match=r"label 12 of example 217 is outside \[0, 10\)"):
+        trainer.fit(x, y, batch_size=32, progress=False)
+    good = np.zeros(300, np.int64)
+    with pytest.raises(ValueError, match=r"label 12 of example 217"):
+        trainer.fit(x[:8], good[:8], progress=False, validation_data=(x, y))
+    y = good
+    with pytest.raises(TypeError, match=r"validation_data must be a pair \(x, y\), got a ndarray"):
+        trainer.fit(x, y, epochs=0, validation_data=x)
+    with pytest.raises(TypeError, match=r"got a tuple of 3 items"):
+        trainer.fit(x, y, epochs=0, validation_data=(x, y, y))
 
 
 def test_a_diverged_loss_is_an_error_that_leaves_the_weights():

@@ -38,15 +38,20 @@ def _definition_json(definition: Definition) -> str:
     if isinstance(definition, Mapping):
         return json.dumps(definition)
     if isinstance(definition, os.PathLike) or (
-        isinstance(definition, str) and not definition.lstrip().startswith("{")
+        isinstance(definition, str) and not definition.lstrip().startswith(("{", "["))
     ):
         path = Path(definition)
         if path.is_dir():
             path = path / DEFINITION_FILE
         try:
-            return path.read_text(encoding="utf-8")
+            # utf-8-sig: editors on Windows start UTF-8 files with a byte-order mark.
+            return path.read_text(encoding="utf-8-sig")
         except OSError as e:
             raise OSError(f"{path}: cannot read the network definition: {e.strerror}") from e
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{path}: not a network definition: byte {e.start} is not UTF-8 text"
+            ) from e
     if isinstance(definition, str):
         return definition
     raise TypeError(
@@ -219,6 +224,11 @@ class Network:
         """Replaces parameters by name. Names and shapes are all checked first, so
         on a ``ValueError`` nothing has changed; with ``strict`` every parameter
         must be given."""
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                "load_state_dict takes a mapping of parameter names to arrays, "
+                f"got a {type(values).__name__}"
+            )
         self._native.load_state_dict(dict(values), strict)
 
     def save_weights(self, path: str | os.PathLike[str]) -> None:

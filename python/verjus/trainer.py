@@ -258,7 +258,7 @@ class Trainer:
             )
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
         data = _verjus.Dataset(x, y)
-        validation = None if validation_data is None else _verjus.Dataset(*validation_data)
+        validation = None if validation_data is None else _validation_set(validation_data)
         history = History()
         self.stop_training = False
         steps = -(-len(data) // batch_size)
@@ -295,3 +295,13 @@ class Trainer:
 
     def __repr__(self) -> str:
         return f"Trainer({self.network!r}, {self.optimizer!r}, device={self.device!r})"
+
+
+def _validation_set(data: object) -> _verjus.Dataset:
+    """``fit``'s ``validation_data``, checked to be a pair ``(x, y)``."""
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        what = f"a {type(data).__name__}"
+        if isinstance(data, (tuple, list)):
+            what += f" of {len(data)} items"
+        raise TypeError(f"fit: validation_data must be a pair (x, y), got {what}")
+    return _verjus.Dataset(*data)
