@@ -123,6 +123,19 @@ def test_errors_are_one_line_and_exit_1(tmp_path, fashion_dir):
     assert "Traceback" not in no_data.stderr
 
 
+def test_an_unwritable_run_folder_fails_before_training(tmp_path, fashion_dir):
+    # --out was first written after the first epoch, so a typo cost an epoch.
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    result = run_cli("train", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir),
+                     "--out", str(taken), "--no-progress")  # fmt: skip
+    assert result.returncode == 1
+    assert "taken" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "epoch 1/" not in result.stdout
+    assert taken.read_text() == "not a folder"
+
+
 @pytest.mark.skipif(verjus.cuda.is_available(), reason="CUDA works here")
 def test_a_missing_gpu_is_a_one_line_error(tmp_path, fashion_dir):
     net = str(NETS / "fashion_mlp.json")

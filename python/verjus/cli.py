@@ -116,6 +116,9 @@ def _train(args: argparse.Namespace) -> int:
         flush=True,
     )
     out = Path(args.out)
+    # The initial network goes there first: a run folder that cannot be written
+    # fails now, not after an epoch of training.
+    trainer.save_checkpoint(out)
     title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
     run = _RunFolder(out, title, args.epochs)
     trainer.fit(
@@ -129,7 +132,6 @@ def _train(args: argparse.Namespace) -> int:
         callbacks=[run],
     )
     if not run.epochs:
-        trainer.save_checkpoint(out)
         print(f"no epochs run; the initial network is in {out}")
         return 0
     print(f"final test accuracy: {run.epochs[-1]['test_accuracy']:.4f}")
