@@ -72,6 +72,20 @@ def test_nested_sequential_is_a_container_layer():
     assert net.outputs == [("head", (3,))]
 
 
+def test_a_graph_thousands_of_layers_deep_builds():
+    # Graph.to_def recursed once per layer and hit Python's recursion limit.
+    x = nn.Input("x", (4,))
+    node = x
+    for _ in range(3000):
+        node = nn.ReLU()(node)
+    definition = nn.Graph([x], [node]).to_def()
+    assert len(definition["layers"]) == 3000
+    assert definition["layers"][-1]["inputs"] == ["relu2999"]
+    net = verjus.Network.from_def(definition)
+    value = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    np.testing.assert_array_equal(net(value), [[0.0, 2.0, 0.0, 4.0]])
+
+
 def test_graph_form_writes_a_residual_dag():
     x = nn.Input("x", (6,))
     h = nn.Linear(6, name="fc")(x)

@@ -434,31 +434,7 @@ class Graph:
     def to_def(self) -> dict[str, Any]:
         """The ``NetworkDef`` dict."""
         input_names = {id(node): node.input_name for node in self.inputs}
-        order: list[Node] = []
-        state: dict[int, str] = {}  # "open" while visiting, "done" after
-
-        def visit(node: Node) -> None:
-            key = id(node)
-            if state.get(key) == "done":
-                return
-            if state.get(key) == "open":
-                raise ValueError("Graph: the layers form a cycle")
-            if node.layer is None:
-                if key not in input_names:
-                    raise ValueError(
-                        f"Graph: input {node.input_name!r} is used but not listed in inputs="
-                    )
-                state[key] = "done"
-                return
-            state[key] = "open"
-            for source in node.inputs:
-                visit(source)
-            state[key] = "done"
-            order.append(node)
-
-        for out in self.outputs:
-            visit(out)
-
+        order = self._layer_order(input_names)
         names = self._names(order, set(input_names.values()))
         first_use: dict[int, str] = {}
         layers = []
@@ -475,6 +451,41 @@ class Graph:
         inputs = [{"name": n.input_name, "shape": n.shape} for n in self.inputs]
         outputs = [names[id(o)] if o.layer is not None else str(o.input_name) for o in self.outputs]
         return _network_def(inputs, layers, outputs)
+
+    def _layer_order(self, input_names: dict[int, str | None]) -> list[Node]:
+        """The layer nodes reachable from the outputs, each after its inputs."""
+        order: list[Node] = []
+        state: dict[int, str] = {}  # "open" while visiting, "done" after
+
+        for out in self.outputs:
+            # Depth-first post-order with an explicit stack: a deep chain of
+            # layers must not hit Python's recursion limit. An entry is a node
+            # and the index of its next input to visit.
+            stack: list[tuple[Node, int]] = [(out, 0)]
+            while stack:
+                node, next_input = stack.pop()
+                key = id(node)
+                if next_input == 0:
+                    if state.get(key) == "done":
+                        continue
+                    if state.get(key) == "open":
+                        raise ValueError("Graph: the layers form a cycle")
+                    if node.layer is None:
+                        if key not in input_names:
+                            raise ValueError(
+                                f"Graph: input {node.input_name!r} is used "
+                                "but not listed in inputs="
+                            )
+                        state[key] = "done"
+                        continue
+                    state[key] = "open"
+                if next_input < len(node.inputs):
+                    stack.append((node, next_input + 1))
+                    stack.append((node.inputs[next_input], 0))
+                else:
+                    state[key] = "done"
+                    order.append(node)
+        return order
 
     @staticmethod
     def _names(order: list[Node], taken: set[str]) -> dict[int, str]:
