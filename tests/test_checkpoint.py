@@ -280,3 +280,8 @@ def test_atomic_writes_go_through_links_and_keep_permissions(tmp_path: Path) -> 
     assert (tmp_path / "w.safetensors").is_symlink()
     assert weights.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["def.json", "w.safetensors"]
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    with pytest.raises(OSError, match=r"loop of symbolic links"):
+        write_text_atomic(tmp_path / "a", "x")
+    assert (tmp_path / "a").is_symlink()

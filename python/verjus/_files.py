@@ -9,6 +9,7 @@ permissions. The Rust core does the same for weights (``Network.save_weights``).
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -20,8 +21,11 @@ __all__ = ["write_bytes_atomic", "write_text_atomic"]
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replaces ``path`` with ``data`` atomically."""
     # realpath follows the links (a dangling one to the file it names), so the
-    # rename below replaces the linked file, not the link.
+    # rename below replaces the linked file, not the link. It leaves a loop of
+    # links unresolved, which must not be replaced by a file either.
     path = Path(os.path.realpath(path))
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, f"{path}: a loop of symbolic links")
     # Not tempfile.mkstemp: its files are private (0600), and the rename would
     # carry that mode over. os.open with 0666 applies the umask like any new file.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
