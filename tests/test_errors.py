@@ -148,6 +148,7 @@ def test_fit_names_a_bad_label_by_its_example_and_its_validation_data_by_shape()
     good = np.zeros(300, np.int64)
     with pytest.raises(ValueError, match=r"label 12 of example 217"):
         trainer.fit(x[:8], good[:8], progress=False, validation_data=(x, y))
+    assert trainer.step == 0  # refused before the first epoch
     y = good
     with pytest.raises(TypeError, match=r"validation_data must be a pair \(x, y\), got a ndarray"):
         trainer.fit(x, y, epochs=0, validation_data=x)

@@ -192,6 +192,9 @@ class Trainer:
     ) -> tuple[float, float | None]:
         """Mean loss and accuracy (``None`` unless ``y`` holds class labels) in inference mode."""
 
+    def check_dataset(self, data: Dataset) -> None:
+        """Checks the labels against the network's classes, naming a bad one's example."""
+
     def evaluate_dataset(self, data: Dataset, batch_size: int = 1000) -> tuple[float, float | None]:
         """``evaluate`` over a ``Dataset``."""
 

@@ -173,6 +173,13 @@ impl Trainer {
         Ok(metrics(m))
     }
 
+    /// Checks `data`'s labels against the network's classes (for the losses
+    /// that take labels), naming the first bad one by its example's index.
+    fn check_dataset(&self, py: Python<'_>, data: &Bound<'_, Dataset>) -> PyResult<()> {
+        let data = &data.get().inner;
+        self.with_trainer(py, |t| t.check_dataset(data).map_err(to_py_err))
+    }
+
     /// `evaluate` over a `Dataset`.
     #[pyo3(signature = (data, batch_size = 1000))]
     fn evaluate_dataset(
