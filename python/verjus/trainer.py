@@ -259,9 +259,11 @@ class Trainer:
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
         data = _verjus.Dataset(x, y)
         validation = None if validation_data is None else _validation_set(validation_data)
-        if validation is not None:
-            # Before training, not after the first epoch (training checks its own).
-            self._native.check_dataset(validation)
+        # Once, before training: a bad label is named by its example's index (a
+        # minibatch could only name its row) and found before an epoch is spent.
+        for dataset in (data, validation):
+            if dataset is not None:
+                self._native.check_dataset(dataset)
         history = History()
         self.stop_training = False
         steps = -(-len(data) // batch_size)

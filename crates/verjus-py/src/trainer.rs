@@ -190,7 +190,6 @@ impl Trainer {
     ) -> PyResult<(f32, Option<f32>)> {
         let data = &data.get().inner;
         let m = self.with_trainer(py, |t| {
-            t.check_dataset(data).map_err(to_py_err)?;
             t.evaluate(data.examples(), data.labels(), batch_size)
                 .map_err(to_py_err)
         })?;
@@ -211,7 +210,6 @@ impl Trainer {
         if data.is_empty() {
             return Err(PyValueError::new_err("train_epoch: the dataset is empty"));
         }
-        self.with_trainer(py, |t| t.check_dataset(data).map_err(to_py_err))?;
         let mut batches = data.batches(batch_size, shuffle_seed).map_err(to_py_err)?;
         let (mut loss_sum, mut seen) = (0.0f64, 0usize);
         loop {
