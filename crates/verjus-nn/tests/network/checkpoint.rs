@@ -160,30 +160,26 @@ fn broken_checkpoints_are_errors_naming_the_file() {
         err.contains(MANIFEST_FILE) && err.contains("invalid"),
         "{err}"
     );
-    // A consistent but wrong state: the manifest is rewritten to match.
-    let folder = fresh("d");
-    let text = std::fs::read_to_string(folder.join(TRAINER_FILE)).unwrap();
-    let edited = text.replace("\"fc1.bias\"", "\"fc9.bias\"");
-    assert_ne!(text, edited);
-    rewrite(&folder, TRAINER_FILE, edited.as_bytes());
-    let err = Trainer::resume(&folder, backend())
-        .err()
-        .unwrap()
-        .to_string();
+    // Consistent but wrong states: trainer.json edited and the manifest
+    // rewritten to match, so only the contents' checks can catch them.
+    let resume_edited = |name: &str, from: &str, to: &str| {
+        let folder = fresh(name);
+        let text = std::fs::read_to_string(folder.join(TRAINER_FILE)).unwrap();
+        let edited = text.replace(from, to);
+        assert_ne!(text, edited);
+        rewrite(&folder, TRAINER_FILE, edited.as_bytes());
+        Trainer::resume(&folder, backend())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let err = resume_edited("d", "\"fc1.bias\"", "\"fc9.bias\"");
     assert!(
         err.contains("fc9.bias") && err.contains(TRAINER_FILE),
         "{err}"
     );
     // A loss setting the first step would refuse is refused on resume.
-    let folder = fresh("e");
-    let text = std::fs::read_to_string(folder.join(TRAINER_FILE)).unwrap();
-    let edited = text.replace("\"label_smoothing\": 0.0", "\"label_smoothing\": 5.0");
-    assert_ne!(text, edited);
-    rewrite(&folder, TRAINER_FILE, edited.as_bytes());
-    let err = Trainer::resume(&folder, backend())
-        .err()
-        .unwrap()
-        .to_string();
+    let err = resume_edited("e", "\"label_smoothing\": 0.0", "\"label_smoothing\": 5.0");
     assert!(
         err.contains("label_smoothing") && err.contains(TRAINER_FILE),
         "{err}"
