@@ -196,7 +196,13 @@ fn partner(d: &Draw, a: &[usize]) -> Vec<usize> {
     a[a.len() - keep..]
         .iter()
         .enumerate()
-        .map(|(i, &v)| if d.picks[(2 + i) % 8] % 3 == 0 { 1 } else { v })
+        .map(|(i, &v)| {
+            if d.picks[(2 + i) % 8].is_multiple_of(3) {
+                1
+            } else {
+                v
+            }
+        })
         .collect()
 }
 
@@ -245,7 +251,7 @@ fn reduce_parts(d: &Draw) -> (ReduceOp, Vec<usize>, Vec<usize>) {
     let x = d.s(0);
     let axes: Vec<usize> = if d.related {
         (0..x.len())
-            .filter(|&i| d.picks[(1 + i) % 8] % 2 == 0)
+            .filter(|&i| d.picks[(1 + i) % 8].is_multiple_of(2))
             .collect()
     } else {
         d.picks[1..1 + d.picks[1] % 4].to_vec()

@@ -91,7 +91,7 @@ pub fn normal_at(seed: u64, offset: u64, index: usize) -> f32 {
     let b = block(seed, offset.wrapping_add((index / 4) as u64));
     let lane = index % 4;
     let (z0, z1) = box_muller(b[lane & !1], b[lane | 1]);
-    if lane % 2 == 0 {
+    if lane.is_multiple_of(2) {
         z0
     } else {
         z1

@@ -141,7 +141,7 @@ fn check(source: &RfTensor, args: &ConvArgs) -> Result<()> {
     } else {
         Some(c / groups)
     };
-    let sizes_ok = c % groups == 0
+    let sizes_ok = c.is_multiple_of(groups)
         && (filter_in == args.in_dim || (groups > 1 && filter_in.size() == want))
         && args.out_dim.size().is_some_and(|o| o % groups == 0)
         && args.filter_size.len() == spatial.len()

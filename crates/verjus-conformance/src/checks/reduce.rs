@@ -46,7 +46,7 @@ fn defined(op: ReduceOp, dims: &[usize], axes: &[usize]) -> bool {
 
 /// The output dims of case `i`: alternately keepdims and squeezed.
 fn output_dims(i: usize, dims: &[usize], axes: &[usize]) -> Vec<usize> {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         reference::keepdims(dims, axes)
     } else {
         reference::squeezed(dims, axes)
