@@ -99,6 +99,22 @@ def test_network_save_load_round_trip(tmp_path: Path) -> None:
         verjus.Trainer.resume(tmp_path / "net")
 
 
+def test_a_second_writer_to_a_folder_gets_a_clear_error(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl", reason="advisory locks are POSIX")
+    net = verjus.Network.from_def(DROPOUT_MLP, seed=1)
+    net.save(tmp_path / "net")
+    before = (tmp_path / "net" / "weights.safetensors").read_bytes()
+    # Another process is in the middle of saving there: it holds the lock.
+    with open(tmp_path / ".net.lock", "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        other = verjus.Network.from_def(DROPOUT_MLP, seed=2)
+        with pytest.raises(OSError, match=r"net.*another save to this folder is in progress"):
+            other.save(tmp_path / "net")
+    assert (tmp_path / "net" / "weights.safetensors").read_bytes() == before
+    other.save(tmp_path / "net")
+    assert (tmp_path / "net" / "weights.safetensors").read_bytes() != before
+
+
 def test_broken_folders_raise_naming_the_file(tmp_path: Path) -> None:
     net = verjus.Network.from_def(DROPOUT_MLP)
     folder = tmp_path / "net"
@@ -172,7 +188,7 @@ def test_sigkill_during_saves_leaves_a_complete_checkpoint(tmp_path: Path) -> No
         assert all(np.array_equal(expected[k], actual[k]) for k in expected)
         (folder / "metrics.jsonl").write_text("kept\n")
     assert (folder / "metrics.jsonl").read_text() == "kept\n"
-    stale = [p.name for p in tmp_path.iterdir() if p.name != "run"]
+    stale = [p.name for p in tmp_path.iterdir() if p.name not in ("run", ".run.lock")]
     assert len(stale) <= 1, stale  # at most the killed save's temporary folder
 
 

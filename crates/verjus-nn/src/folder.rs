@@ -6,8 +6,13 @@
 //! its old version would leave a window where the weights are new and the
 //! solver state old. [`replace_folder`] therefore swaps whole folders:
 //!
+//! 0. the writer takes the lock file `.{name}.lock` beside the target (an
+//!    advisory `flock`, held for the save and released even if the process
+//!    dies): a second save to the same folder while one runs is an error
+//!    naming the folder, instead of the two deleting each other's files;
 //! 1. stale temporary folders of earlier, interrupted saves
-//!    (`.{name}.ckpt-*` beside the target) are removed;
+//!    (`.{name}.ckpt-*` beside the target) are removed; under the lock, no
+//!    live save owns one;
 //! 2. the new files are written into a fresh sibling folder
 //!    `.{name}.ckpt-{pid}-{n}`, each fsynced, then the folder itself;
 //! 3. files in the target that are not the checkpoint's own (a run's
@@ -22,10 +27,11 @@
 //!
 //! A reader never sees a half-written file, but one that opens the files one
 //! by one may straddle a swap; the checkpoint's manifest (sizes and CRC-32 of
-//! every file, see `checkpoint`) catches that, and the reader retries. One
-//! writer per folder at a time.
+//! every file, see `checkpoint`) catches that, and the reader retries. Readers
+//! take no lock. The lock file stays (removing it would let a third writer lock
+//! a fresh file while the second still holds the old one).
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +58,7 @@ pub(crate) fn replace_folder(target: &Path, files: &[(&str, &[u8])], own: &[&str
     if target.exists() && !target.is_dir() {
         return Err(Error::file(target, "exists and is not a folder"));
     }
+    let _lock = lock_for_writing(target, &parent.join(format!(".{name}.lock")))?;
     let prefix = format!(".{name}.ckpt-");
     remove_stale(&parent, &prefix);
     let temp = parent.join(format!(
@@ -154,7 +161,41 @@ fn exchange(_a: &Path, _b: &Path) -> io::Result<bool> {
     Ok(false)
 }
 
-/// Removes the temporary folders of interrupted saves (best effort).
+/// Opens (creating it) and locks the lock file `path` of the folder `target`;
+/// the lock is released when the returned file is dropped.
+fn lock_for_writing(target: &Path, path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| {
+            Error::file(
+                target,
+                format!("cannot open the lock file {}: {e}", path.display()),
+            )
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(Error::file(
+            target,
+            format!(
+                "another save to this folder is in progress (it holds the lock file {}); \
+                 one writer per folder at a time",
+                path.display()
+            ),
+        )),
+        // A file system without locks: save unguarded, as before locks existed.
+        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
+        Err(TryLockError::Error(e)) => Err(Error::file(
+            target,
+            format!("cannot lock {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// Removes the temporary folders of interrupted saves (best effort); called
+/// under the folder's lock, so none of them belongs to a running save.
 fn remove_stale(parent: &Path, prefix: &str) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
@@ -202,7 +243,30 @@ mod tests {
         assert_eq!(names(&target), ["a", "metrics.jsonl"]);
         assert_eq!(fs::read(target.join("a")).unwrap(), b"new");
         assert_eq!(fs::read(target.join("metrics.jsonl")).unwrap(), b"{}\n");
-        assert_eq!(names(root.path()), ["run"]);
+        assert_eq!(names(root.path()), [".run.lock", "run"]);
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_and_destroys_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("run");
+        replace_folder(&target, &[("a", b"1")], &["a"]).unwrap();
+        // Another writer holds the lock and is filling its temporary folder.
+        let held = File::open(root.path().join(".run.lock")).unwrap();
+        held.lock().unwrap();
+        let theirs = root.path().join(".run.ckpt-1-1");
+        fs::create_dir(&theirs).unwrap();
+        fs::write(theirs.join("a"), "theirs").unwrap();
+        let err = replace_folder(&target, &[("a", b"2")], &["a"]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("run") && msg.contains("in progress"), "{msg}");
+        assert_eq!(fs::read(target.join("a")).unwrap(), b"1");
+        assert_eq!(fs::read(theirs.join("a")).unwrap(), b"theirs");
+        // Once they are done (or dead), the next save goes through and clears up.
+        drop(held);
+        replace_folder(&target, &[("a", b"3")], &["a"]).unwrap();
+        assert_eq!(fs::read(target.join("a")).unwrap(), b"3");
+        assert_eq!(names(root.path()), [".run.lock", "run"]);
     }
 
     #[test]

@@ -112,11 +112,12 @@ fn network_folders_round_trip_and_keep_foreign_files() {
         std::fs::read_to_string(folder.join("metrics.jsonl")).unwrap(),
         "{\"epoch\": 1}\n"
     );
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["net"]);
+    names.sort();
+    assert_eq!(names, [".net.lock", "net"], "no temporary folder is left");
     // A network folder is no training checkpoint.
     let err = Trainer::resume(&folder, backend())
         .err()
