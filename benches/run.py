@@ -41,14 +41,21 @@ memory of each step is reported: verjus' allocator high-water mark against
 ``torch.cuda.max_memory_allocated``. ``--bench-exe`` uses a prebuilt
 ``verjus-bench`` (the GPU machine has no Rust; see docs/gpu.md).
 
+With ``--torch-adam fused`` (or ``foreach``) PyTorch's Adam runs as that
+variant instead of the one ``torch.optim.Adam`` picks by itself (on the CPU, a
+loop of per-tensor ops): the default is what a PyTorch user gets, the fused
+variant PyTorch's fastest.
+
     python benches/run.py [--quick] [--pairs N] [--epochs] [--threads N] [--filter SUBSTRING]
                           [--markdown FILE] [--device cpu|cuda] [--bench-exe PATH] [--rf]
+                          [--torch-adam default|foreach|fused]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import gzip
 import importlib
 import json
@@ -96,7 +103,19 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--rf", action="store_true", help="run benches/rf_overhead.py (RF per-op overhead) instead"
     )
+    p.add_argument(
+        "--torch-adam",
+        choices=("default", "foreach", "fused"),
+        default="default",
+        help="PyTorch's Adam implementation: the one torch.optim.Adam picks by itself (default: "
+        "on the CPU the per-tensor loop), or its foreach or fused variant",
+    )
     return p.parse_args()
+
+
+def adam_options(choice: str) -> dict:
+    """The keyword arguments of ``torch.optim.Adam`` for ``--torch-adam``."""
+    return {} if choice == "default" else {choice: True}
 
 
 def build_bench() -> Path:
@@ -235,9 +254,10 @@ def load_fashion_mnist(torch, data_dir: Path):
     return images, read("train-labels-idx1-ubyte", 8).long()
 
 
-def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
+def torch_network_workload(torch, rec: dict, gen, adam: dict) -> Callable[[], object]:
     """Inference, a training step, its optimizer step alone (`update`, from fixed
-    gradients) or a training epoch of a network in PyTorch."""
+    gradients) or a training epoch of a network in PyTorch; ``adam`` holds extra
+    arguments of ``torch.optim.Adam``."""
     model, batch = torch_net(torch.nn, rec["net"]), rec["batch"]
     x = torch.rand(batch, 1, 28, 28, generator=gen)
     if rec["op"] == "infer":
@@ -250,7 +270,7 @@ def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
         return infer
     params = model.parameters()
     if rec["solver"] == "adam":
-        opt = torch.optim.Adam(params, lr=rec["lr"])
+        opt = torch.optim.Adam(params, lr=rec["lr"], **adam)
     else:
         opt = torch.optim.SGD(params, lr=rec["lr"], momentum=rec["momentum"])
 
@@ -277,8 +297,9 @@ def torch_network_workload(torch, rec: dict, gen) -> Callable[[], object]:
     return epoch
 
 
-def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
-    """The workload in PyTorch; conv backward goes through autograd."""
+def torch_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | None:
+    """The workload in PyTorch; conv backward goes through autograd; ``adam`` holds
+    extra arguments of ``torch.optim.Adam``."""
     gen = torch.Generator().manual_seed(0)
 
     def randn(*shape, grad=False):
@@ -302,13 +323,14 @@ def torch_workload(torch, rec: dict) -> Callable[[], object] | None:
             return lambda: conv(x, w, bias, padding=pad)
         return lambda: torch.autograd.grad(conv(x, w, bias, padding=pad), (x, w, bias), dy)
     if rec["op"] in ("infer", "train_step", "update", "train_epoch"):
-        return torch_network_workload(torch, rec, gen)
+        return torch_network_workload(torch, rec, gen, adam)
     return None
 
 
-def torch_cuda_workload(torch, rec: dict) -> Callable[[], object] | None:
+def torch_cuda_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | None:
     """The GPU workload in PyTorch on cuda:0, synchronised after each call; records
-    the step's peak memory (``torch.cuda.max_memory_allocated``) in ``rec``."""
+    the step's peak memory (``torch.cuda.max_memory_allocated``) in ``rec``;
+    ``adam`` holds extra arguments of ``torch.optim.Adam``."""
     if not torch.cuda.is_available() or rec["op"] not in ("gemm", "train_step"):
         return None
     torch.backends.cuda.matmul.allow_tf32 = bool(rec.get("tf32"))
@@ -328,7 +350,7 @@ def torch_cuda_workload(torch, rec: dict) -> Callable[[], object] | None:
     batch = rec["batch"]
     x = torch.rand(batch, 1, 28, 28, generator=gen).to(dev)
     y = torch.randint(10, (batch,), generator=gen).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=rec["lr"])
+    opt = torch.optim.Adam(model.parameters(), lr=rec["lr"], **adam)
 
     def step():
         opt.zero_grad()
@@ -502,7 +524,8 @@ def machine_context(args: argparse.Namespace, pairs: int, load: float, libs: dic
         f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
         f"Run: {args.threads} threads, {mode} ({pairs} rounds per workload of one sample per "
         f"library, interleaved), start load average {load:.1f}",
-        f"Libraries: {versions or 'no numpy/torch'}",
+        f"Libraries: {versions or 'no numpy/torch'}"
+        + ("" if args.torch_adam == "default" else f"; PyTorch's Adam: {args.torch_adam}"),
     ]
 
 
@@ -530,11 +553,12 @@ def main() -> None:
     torch = import_optional("torch")
     if torch is not None:
         torch.set_num_threads(args.threads)
+    adam = adam_options(args.torch_adam)
     if args.device == "cuda":
-        libs = {"torch": (torch, torch_cuda_workload)}
+        libs = {"torch": (torch, functools.partial(torch_cuda_workload, adam=adam))}
     else:
         libs = {"numpy": (import_optional("numpy"), numpy_workload)}
-        libs["torch"] = (torch, torch_workload)
+        libs["torch"] = (torch, functools.partial(torch_workload, adam=adam))
     pairs = args.pairs if args.pairs is not None else 5 if args.quick else 30
     if pairs < 1:
         raise SystemExit("--pairs must be at least 1")
