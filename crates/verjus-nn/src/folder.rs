@@ -185,12 +185,10 @@ fn lock_for_writing(target: &Path, path: &Path) -> Result<File> {
                 path.display()
             ),
         )),
-        // A file system without locks: save unguarded, as before locks existed.
-        Err(TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => Ok(file),
-        Err(TryLockError::Error(e)) => Err(Error::file(
-            target,
-            format!("cannot lock {}: {e}", path.display()),
-        )),
+        // A file system without working locks (ENOLCK on some NFS mounts,
+        // EOPNOTSUPP on some FUSE ones): save unguarded, as before locks
+        // existed, rather than refuse every save there.
+        Err(TryLockError::Error(_)) => Ok(file),
     }
 }
 
