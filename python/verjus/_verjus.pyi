@@ -324,6 +324,7 @@ class Tensor:
     def __ge__(self, other: Tensor | float) -> Tensor: ...
     def __eq__(self, other: object) -> Tensor: ...  # type: ignore[override]
     def __ne__(self, other: object) -> Tensor: ...  # type: ignore[override]
+    def __bool__(self) -> bool: ...  # one value only; ValueError for more
 
 rf_batch_dim: Dim
 

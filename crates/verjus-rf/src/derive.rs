@@ -25,7 +25,7 @@ pub(crate) fn derived(
     let Some(lengths) = base.lengths() else {
         return Ok(None);
     };
-    let values: Vec<i64> = host_lengths(lengths)?
+    let values: Vec<i64> = host_i64(lengths)?
         .into_iter()
         .map(|l| f(l).max(0))
         .collect();
@@ -51,9 +51,9 @@ pub(crate) fn derived(
     Dim::new_dynamic(t, name).map(Some)
 }
 
-/// The lengths as i64 host values.
-pub(crate) fn host_lengths(lengths: &RfTensor) -> Result<Vec<i64>> {
-    let host = lengths.to_host()?;
+/// An integer tensor's values (sequence lengths, indices) as i64, on the host.
+pub(crate) fn host_i64(values: &RfTensor) -> Result<Vec<i64>> {
+    let host = values.to_host()?;
     Ok(match host.dtype() {
         DType::I32 => host.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
         _ => host.to_vec::<i64>()?,

@@ -9,6 +9,7 @@
 //! integer arithmetic here, so the flattened size must stay below 2^24.
 
 use crate::binary::{cast_var, combine, combine_scalar, float_var, from_float};
+use crate::derive::host_i64;
 use crate::mask::range_over_dim;
 use crate::{cast, fmt_dims, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
@@ -148,19 +149,10 @@ fn per_entry(
         indices.dtype(),
     )?;
     let idx = idx.reshape([s, o])?;
+    // An index outside its entry's [0, len) would pick from the next entry.
+    check_indices("gather", indices, axis, len)?;
     let offsets = offsets(s, len, source.backend())?;
-    let flat = idx.binary(BinaryOp::Add, &offsets)?;
-    // An index outside its entry's [0, len) must not reach the next entry:
-    // it becomes -1, which index_select reports.
-    let be = source.backend();
-    let inside = idx.binary(BinaryOp::Ge, &scalar(0.0, be)?)?.binary(
-        BinaryOp::Mul,
-        &idx.binary(BinaryOp::Lt, &scalar(len as f32, be)?)?,
-    )?;
-    let flat = cast_var(
-        &Var::select(&inside, &flat, &scalar(-1.0, be)?)?,
-        DType::I64,
-    )?;
+    let flat = cast_var(&idx.binary(BinaryOp::Add, &offsets)?, DType::I64)?;
     let picked = x.index_select(0, &flat.reshape([s * o])?)?;
     let mut shape = shared_sizes;
     shape.extend(own_sizes);
@@ -177,14 +169,45 @@ fn per_entry(
     out.copy_transpose(&target)
 }
 
+/// Checks that every value of the integer tensor `indices` lies in `[0, size)`
+/// of `dim`, naming the first that does not and where it is. The indices are
+/// read to the host (on a GPU a sync, as the `index_select` kernels' own check).
+fn check_indices(op: &str, indices: &RfTensor, dim: &Dim, size: usize) -> Result<()> {
+    let values = host_i64(indices)?;
+    let Some(flat) = values
+        .iter()
+        .position(|&v| v < 0 || v >= i64::try_from(size).unwrap_or(i64::MAX))
+    else {
+        return Ok(());
+    };
+    let sizes = indices.sizes();
+    let mut at = vec![0; sizes.len()];
+    let mut rest = flat;
+    for (k, &n) in sizes.iter().enumerate().rev() {
+        at[k] = rest % n;
+        rest /= n;
+    }
+    let place: Vec<String> = indices
+        .dims()
+        .iter()
+        .zip(&at)
+        .map(|(d, i)| format!("{}={i}", d.name()))
+        .collect();
+    Err(Error::invalid(
+        op,
+        format!(
+            "index {} at [{}] is outside dim {} of size {size}",
+            values[flat],
+            place.join(", "),
+            dim.name()
+        ),
+    ))
+}
+
 /// `[s, 1]` float32 constants `k * len`: where entry `k`'s rows start.
 fn offsets(s: usize, len: usize, be: &BackendRef) -> Result<Var> {
     let values: Vec<f32> = (0..s).map(|k| (k * len) as f32).collect();
     Var::constant(Tensor::from_vec([s, 1], values)?, be.clone())
-}
-
-fn scalar(v: f32, be: &BackendRef) -> Result<Var> {
-    Var::constant(Tensor::from_vec(Vec::new(), vec![v])?, be.clone())
 }
 
 /// `source == range(source.sparse_dim)` as float32: the indices' dims plus
@@ -197,6 +220,11 @@ pub fn one_hot(source: &RfTensor) -> Result<RfTensor> {
         )
     })?;
     let range = range_over_dim(classes, source.backend())?;
+    if source.dtype().is_int() {
+        // A class index outside the dim would match no class: in a loss, its
+        // entry would drop out silently.
+        check_indices("one_hot", source, classes, range.sizes()[0])?;
+    }
     let hit = combine(source, BinaryOp::Eq, &range, true)?;
     cast(&hit, RfDType::Float32)
 }

@@ -5,7 +5,7 @@
 
 use crate::align::permuted;
 use crate::binary::combine;
-use crate::derive::{derived, host_lengths};
+use crate::derive::{derived, host_i64};
 use crate::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::{self, BinaryOp};
@@ -212,7 +212,7 @@ fn check_split(axis: &Dim, dims: &[Dim]) -> Result<()> {
         )),
         (Some(whole), Some(part)) => {
             let k: usize = dims[1..].iter().filter_map(Dim::static_size).product();
-            let (w, p) = (host_lengths(whole)?, host_lengths(part)?);
+            let (w, p) = (host_i64(whole)?, host_i64(part)?);
             let fits = whole.dims() == part.dims()
                 && w.iter().zip(&p).all(|(&w, &p)| w == p * k as i64);
             if fits {

@@ -5,14 +5,14 @@ use super::{backend, PyDim};
 use crate::convert::to_numpy;
 use crate::error::to_py_err;
 use numpy::{Element as NpElement, PyReadonlyArrayDyn, PyUntypedArrayMethods};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::PyTuple;
 use verjus::core::Element;
 use verjus::ops::{BinaryOp, UnaryOp};
-use verjus::rf::{RfDType, RfTensor};
-use verjus::Tensor;
+use verjus::rf::{fmt_dims, RfDType, RfTensor};
+use verjus::{DType, Tensor};
 
 /// A tensor whose axes are named by dims (see `verjus.rf`).
 #[pyclass(name = "Tensor", module = "verjus.rf", frozen, subclass)]
@@ -23,20 +23,22 @@ pub(crate) fn dims_of(dims: &[PyRef<'_, PyDim>]) -> Vec<verjus::rf::Dim> {
     dims.iter().map(|d| d.0.clone()).collect()
 }
 
-fn host<T: Element + NpElement>(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+/// `array` (of exactly `T`) copied into a tensor in row-major order, whatever
+/// its strides: numpy's own `as_slice` would also take a Fortran-order array,
+/// whose memory order is not the tensor's.
+fn host<T: Element + NpElement + Copy>(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let ro: PyReadonlyArrayDyn<'_, T> = array.extract().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "convert_to_tensor: expected a contiguous {} array",
-            T::DTYPE
-        ))
+        PyTypeError::new_err(format!("convert_to_tensor: expected a {} array", T::DTYPE))
     })?;
-    let data = ro
-        .as_slice()
-        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-    Tensor::from_vec(ro.shape(), data.to_vec()).map_err(to_py_err)
+    let view = ro.as_array();
+    let data = match view.as_slice() {
+        Some(row_major) => row_major.to_vec(),
+        None => view.iter().copied().collect(),
+    };
+    Tensor::from_vec(ro.shape(), data).map_err(to_py_err)
 }
 
-/// A tensor from a contiguous numpy array already of `dtype`'s storage
+/// A tensor from a numpy array already of `dtype`'s storage
 /// type (the Python `convert_to_tensor` prepares it).
 #[pyfunction]
 #[pyo3(signature = (array, dims, dtype, requires_grad, sparse_dim, feature_dim))]
@@ -177,6 +179,27 @@ impl PyTensor {
 
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
+    }
+
+    /// The truth value of a one-element tensor, as in numpy and PyTorch. A
+    /// tensor of several values has none: `if x > 1:` must not be always true.
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        let count: usize = self.0.sizes().iter().product();
+        if count != 1 {
+            return Err(PyValueError::new_err(format!(
+                "the truth value of a tensor of {count} values {} is ambiguous; \
+                 reduce it first (rf.reduce_max, rf.reduce_min)",
+                fmt_dims(self.0.dims())
+            )));
+        }
+        let t = self.0.clone();
+        let host = py.detach(move || t.to_host()).map_err(to_py_err)?;
+        let truth = match host.dtype() {
+            DType::I32 => host.as_slice::<i32>().map(|v| v[0] != 0),
+            DType::I64 => host.as_slice::<i64>().map(|v| v[0] != 0),
+            _ => host.as_slice::<f32>().map(|v| v[0] != 0.0),
+        };
+        truth.map_err(to_py_err)
     }
 
     fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
