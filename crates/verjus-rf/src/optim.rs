@@ -28,6 +28,47 @@ pub enum Rule {
     },
 }
 
+impl Rule {
+    /// Checks the hyperparameters (the trainer's checks: a NaN learning rate
+    /// would make every parameter NaN at the first step); errors name the field.
+    fn validate(&self) -> Result<()> {
+        match *self {
+            Rule::Sgd {
+                lr,
+                momentum,
+                nesterov,
+                weight_decay,
+            } => SgdHyper {
+                lr,
+                momentum,
+                dampening: 0.0,
+                nesterov,
+                weight_decay,
+                grad_scale: 1.0,
+                first_step: true,
+            }
+            .validate("SGD"),
+            Rule::Adam {
+                lr,
+                betas: (beta1, beta2),
+                eps,
+                weight_decay,
+                decoupled,
+            } => AdamHyper {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+                decoupled,
+                step: 1,
+                grad_scale: 1.0,
+            }
+            .validate(if decoupled { "AdamW" } else { "Adam" }),
+        }
+    }
+}
+
 /// A parameter's optimizer state.
 struct Slot {
     param: RfTensor,
@@ -45,6 +86,7 @@ pub struct Optimizer {
 impl Optimizer {
     /// An optimizer for `params` (float32 leaves that require gradients).
     pub fn new(params: Vec<RfTensor>, rule: Rule) -> Result<Optimizer> {
+        rule.validate()?;
         let mut slots = Vec::with_capacity(params.len());
         for param in params {
             let var = param.var();

@@ -81,26 +81,17 @@ impl Adam {
 
     /// Checks the hyperparameters; errors name the field.
     pub fn validate(&self) -> Result<()> {
-        let name = if self.decoupled { "AdamW" } else { "Adam" };
-        let bad = |msg: String| Err(Error::invalid(name, msg));
-        if !(self.lr.is_finite() && self.lr >= 0.0) {
-            return bad(format!("lr must be finite and >= 0, got {}", self.lr));
+        AdamHyper {
+            lr: self.lr,
+            beta1: self.beta1,
+            beta2: self.beta2,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            decoupled: self.decoupled,
+            step: 1,
+            grad_scale: 1.0,
         }
-        for (field, beta) in [("beta1", self.beta1), ("beta2", self.beta2)] {
-            if !(0.0..1.0).contains(&beta) {
-                return bad(format!("{field} must be in [0, 1), got {beta}"));
-            }
-        }
-        if !(self.eps.is_finite() && self.eps >= 0.0) {
-            return bad(format!("eps must be finite and >= 0, got {}", self.eps));
-        }
-        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return bad(format!(
-                "weight_decay must be finite and >= 0, got {}",
-                self.weight_decay
-            ));
-        }
-        Ok(())
+        .validate(if self.decoupled { "AdamW" } else { "Adam" })
     }
 
     /// The per-parameter state buffers: first and second moments.

@@ -3,7 +3,7 @@
 use super::ParamState;
 use serde::{Deserialize, Serialize};
 use verjus_core::ops::{self, SgdHyper};
-use verjus_core::{Backend, Error, Result, Tensor};
+use verjus_core::{Backend, Result, Tensor};
 
 /// SGD hyperparameters, in PyTorch's formulation (`torch.optim.SGD`).
 ///
@@ -55,29 +55,16 @@ impl Sgd {
 
     /// Checks the hyperparameters; errors name the field.
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(Error::invalid("Sgd", msg));
-        if !(self.lr.is_finite() && self.lr >= 0.0) {
-            return bad(format!("lr must be finite and >= 0, got {}", self.lr));
+        SgdHyper {
+            lr: self.lr,
+            momentum: self.momentum,
+            dampening: self.dampening,
+            nesterov: self.nesterov,
+            weight_decay: self.weight_decay,
+            grad_scale: 1.0,
+            first_step: true,
         }
-        if !(0.0..1.0).contains(&self.momentum) {
-            return bad(format!("momentum must be in [0, 1), got {}", self.momentum));
-        }
-        if !(0.0..=1.0).contains(&self.dampening) {
-            return bad(format!(
-                "dampening must be in [0, 1], got {}",
-                self.dampening
-            ));
-        }
-        if self.nesterov && (self.momentum == 0.0 || self.dampening != 0.0) {
-            return bad("nesterov needs momentum > 0 and dampening = 0".into());
-        }
-        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return bad(format!(
-                "weight_decay must be finite and >= 0, got {}",
-                self.weight_decay
-            ));
-        }
-        Ok(())
+        .validate("Sgd")
     }
 
     /// The per-parameter state buffers: the velocity when momentum is on.
