@@ -9,7 +9,7 @@
 //! decompressed stream), and memory is only ever allocated for bytes actually
 //! read, never for a size a header merely claims.
 
-use flate2::read::GzDecoder;
+use flate2::read::MultiGzDecoder;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
@@ -39,7 +39,9 @@ fn header_len(rank: usize) -> usize {
 }
 
 /// Reads an IDX file of unsigned bytes with `rank` dimensions; `.gz` (detected by
-/// its magic, not its name) is decompressed on the fly.
+/// its magic, not its name) is decompressed on the fly, every member of it (as
+/// `gzip -d`: `pigz` and `cat a.gz b.gz` write several), so that bytes after
+/// the first member are data or an error, never silently ignored.
 pub fn read_idx(path: &Path, rank: usize) -> Result<IdxArray> {
     let file = File::open(path).map_err(|e| Error::file(path, format!("cannot open: {e}")))?;
     let mut file = BufReader::new(file);
@@ -47,7 +49,7 @@ pub fn read_idx(path: &Path, rank: usize) -> Result<IdxArray> {
         .fill_buf()
         .map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
     if head.starts_with(&[0x1f, 0x8b]) {
-        parse(path, GzDecoder::new(file), rank)
+        parse(path, MultiGzDecoder::new(file), rank)
     } else {
         parse(path, file, rank)
     }
@@ -223,6 +225,30 @@ mod tests {
         let images = read_images(&zipped).unwrap();
         assert_eq!(images.dims(), &[2, 1, 2, 3]);
         assert_eq!(images.as_slice::<f32>().unwrap()[..3], [0.0, 1.0, 0.2]);
+    }
+
+    #[test]
+    fn every_gzip_member_is_read_and_trailing_bytes_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = idx_bytes(&[2, 3], &[1, 2, 3, 4, 5, 6]);
+        let (first, second) = (dir.path().join("a.gz"), dir.path().join("b.gz"));
+        gz(&first, &bytes[..9]);
+        gz(&second, &bytes[9..]);
+        let mut joined = std::fs::read(&first).unwrap();
+        joined.extend(std::fs::read(&second).unwrap());
+        let path = dir.path().join("joined.gz");
+        std::fs::write(&path, &joined).unwrap();
+        assert_eq!(read_idx(&path, 2).unwrap().data, [1, 2, 3, 4, 5, 6]);
+
+        gz(&path, &bytes);
+        let mut trailing = std::fs::read(&path).unwrap();
+        trailing.extend(b"GARBAGE");
+        std::fs::write(&path, &trailing).unwrap();
+        let e = err(&path, 2);
+        assert!(
+            e.contains("joined.gz") && e.contains("byte offset 12"),
+            "{e}"
+        );
     }
 
     #[test]
