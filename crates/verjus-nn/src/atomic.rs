@@ -49,7 +49,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Where a write to `path` lands: the end of its chain of symbolic links, or
 /// `path` itself when it is no link (or does not exist yet).
-fn link_target(path: &Path) -> Result<PathBuf> {
+pub(crate) fn link_target(path: &Path) -> Result<PathBuf> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         let Ok(link) = fs::read_link(&current) else {

@@ -31,6 +31,7 @@
 //! take no lock. The lock file stays (removing it would let a third writer lock
 //! a fresh file while the second still holds the old one).
 
+use crate::atomic::link_target;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -42,8 +43,11 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces the folder `target` by one holding exactly `files` (name, bytes)
 /// plus the files of the old folder whose names are not in `own` (see the
-/// module docs). Errors are [`Error::File`] naming the folder.
+/// module docs). Errors are [`Error::File`] naming the folder. A symbolic link
+/// (`latest -> run-7`) stays a link: the folder at the end of its chain is
+/// replaced (or created, for a dangling link), as single files are written.
 pub(crate) fn replace_folder(target: &Path, files: &[(&str, &[u8])], own: &[&str]) -> Result<()> {
+    let target = &link_target(target)?;
     let err = |what: String, e: io::Error| Error::file(target, format!("cannot {what}: {e}"));
     let name = target
         .file_name()
@@ -265,6 +269,25 @@ mod tests {
         replace_folder(&target, &[("a", b"3")], &["a"]).unwrap();
         assert_eq!(fs::read(target.join("a")).unwrap(), b"3");
         assert_eq!(names(root.path()), [".run.lock", "run"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_to_a_folder_stays_and_the_folder_it_names_is_replaced() {
+        use std::os::unix::fs::symlink;
+        let root = tempfile::tempdir().unwrap();
+        replace_folder(&root.path().join("run-7"), &[("a", b"old")], &["a"]).unwrap();
+        symlink("run-7", root.path().join("latest")).unwrap();
+        symlink("run-8", root.path().join("next")).unwrap();
+        replace_folder(&root.path().join("latest"), &[("a", b"new")], &["a"]).unwrap();
+        replace_folder(&root.path().join("next"), &[("a", b"8")], &["a"]).unwrap();
+        for (link, folder) in [("latest", "run-7"), ("next", "run-8")] {
+            let link = root.path().join(link);
+            assert!(link.symlink_metadata().unwrap().is_symlink());
+            assert_eq!(fs::read_link(&link).unwrap(), Path::new(folder));
+        }
+        assert_eq!(fs::read(root.path().join("run-7/a")).unwrap(), b"new");
+        assert_eq!(fs::read(root.path().join("run-8/a")).unwrap(), b"8");
     }
 
     #[test]
