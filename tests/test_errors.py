@@ -210,3 +210,60 @@ def test_a_misaligned_array_is_copied_not_refused():
     x[:] = np.arange(8, dtype=np.float32).reshape(2, 4)
     assert not x.flags.aligned
     np.testing.assert_array_equal(net(x), net(np.ascontiguousarray(x)))
+
+
+def test_fit_refuses_empty_data_and_a_zero_eval_batch_before_training():
+    trainer = verjus.Trainer(cnn(), optim.Adam())
+    x, y = np.zeros((4, 1, 28, 28), np.float32), np.zeros(4, np.int64)
+    with pytest.raises(ValueError, match=r"fit: validation_data has no examples"):
+        trainer.fit(x, y, progress=False, validation_data=(x[:0], y[:0]))
+    with pytest.raises(ValueError, match=r"fit: x has no examples"):
+        trainer.fit(x[:0], y[:0], progress=False)
+    with pytest.raises(ValueError, match=r"eval_batch_size > 0"):
+        trainer.fit(x, y, progress=False, validation_data=(x, y), eval_batch_size=0)
+    assert trainer.step == 0  # each refused before the first epoch
+
+
+def test_a_trainer_refuses_a_network_of_two_outputs_when_made():
+    two_heads = {
+        "inputs": [{"name": "x", "shape": [4]}],
+        "outputs": ["f", "g"],
+        "layers": [
+            {"name": "f", "type": "Linear", "out_features": 3, "inputs": ["x"]},
+            {"name": "g", "type": "Linear", "out_features": 2, "inputs": ["x"]},
+        ],
+    }
+    net = verjus.Network.from_def(two_heads)
+    with pytest.raises(ValueError, match=r'one input and one output.*outputs \["f", "g"\]'):
+        verjus.Trainer(net, optim.SGD(lr=0.1))
+
+
+def test_a_non_finite_number_in_a_definition_names_its_layer_and_field():
+    with pytest.raises(ValueError, match=r"layer 'drop': p must be a finite number, got nan"):
+        verjus.Network.from_def(
+            {
+                "inputs": [{"name": "x", "shape": [4]}],
+                "layers": [{"name": "drop", "type": "Dropout", "p": float("nan")}],
+            }
+        )
+    with pytest.raises(ValueError, match=r"p must be a finite number, got inf"):
+        verjus.Network.from_def(nn.Sequential(nn.Dropout(np.float32("inf")), input_shape=(4,)))
+    net = verjus.Network.from_def(nn.Sequential(nn.Linear(np.int64(3)), input_shape=(4,)))
+    assert net.outputs[0][1] == (3,)
+
+
+def test_diverged_weights_are_named_and_never_saved_over_a_checkpoint(tmp_path):
+    x = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32) * 1e3
+    y = np.arange(10) % 3
+    net = verjus.Network.from_def(nn.Sequential(nn.Linear(3), input_shape=(4,)))
+    trainer = verjus.Trainer(net, optim.SGD(lr=1e36))
+    trainer.save_checkpoint(tmp_path / "run")
+    good = (tmp_path / "run" / "weights.safetensors").read_bytes()
+    trainer.train_minibatch(x, y)  # a finite loss, then an update to infinity
+    with pytest.raises(ValueError, match=r"not saved: \S+ holds (inf|-inf|NaN) at element"):
+        trainer.save_checkpoint(tmp_path / "run")
+    with pytest.raises(ValueError, match=r"not saved"):
+        net.save(tmp_path / "run")
+    assert (tmp_path / "run" / "weights.safetensors").read_bytes() == good
+    with pytest.raises(ValueError, match=r"already holds non-finite values: an earlier update"):
+        trainer.train_minibatch(x, y)

@@ -252,13 +252,17 @@ class Trainer:
         Returns the ``History``: per epoch ``epoch``, ``train_loss``, ``seconds``,
         ``examples_per_second`` and, with validation data, ``val_loss`` and
         ``val_accuracy``."""
-        if epochs < 0 or batch_size <= 0:
+        if epochs < 0 or batch_size <= 0 or eval_batch_size <= 0:
             raise ValueError(
-                f"fit: need epochs >= 0 and batch_size > 0, got {epochs} and {batch_size}"
+                "fit: need epochs >= 0, batch_size > 0 and eval_batch_size > 0, got "
+                f"{epochs}, {batch_size} and {eval_batch_size}"
             )
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
         data = _verjus.Dataset(x, y)
         validation = None if validation_data is None else _validation_set(validation_data)
+        for name, dataset in (("x", data), ("validation_data", validation)):
+            if dataset is not None and len(dataset) == 0:
+                raise ValueError(f"fit: {name} has no examples")
         # Once, before training: a bad label is named by its example's index (a
         # minibatch could only name its row) and found before an epoch is spent.
         for dataset in (data, validation):

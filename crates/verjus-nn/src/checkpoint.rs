@@ -250,9 +250,15 @@ fn write(folder: &Path, files: &[(&str, Vec<u8>)]) -> Result<()> {
     replace_folder(folder, &blobs, &CHECKPOINT_FILES)
 }
 
-fn network_files(net: &Network, be: &dyn Backend) -> Result<Vec<(&'static str, Vec<u8>)>> {
+fn network_files(
+    net: &Network,
+    be: &dyn Backend,
+    folder: &Path,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let def = net.def().to_json() + "\n";
-    let weights = weights::encode(&net.named_parameters_host(be)?)?;
+    let params = net.named_parameters_host(be)?;
+    weights::check_finite(folder, &params)?;
+    let weights = weights::encode(&params)?;
     Ok(vec![
         (DEFINITION_FILE, def.into_bytes()),
         (WEIGHTS_FILE, weights),
@@ -263,7 +269,10 @@ impl Network {
     /// Saves the definition, the weights and the manifest as the folder
     /// `folder`, replacing it atomically (see the module docs).
     pub fn save(&self, folder: &Path, be: &dyn Backend) -> Result<()> {
-        write(folder, &with_manifest(self.seed, network_files(self, be)?)?)
+        write(
+            folder,
+            &with_manifest(self.seed, network_files(self, be, folder)?)?,
+        )
     }
 
     /// Loads a network folder (or a training checkpoint's network) onto `be`'s
@@ -306,7 +315,8 @@ impl Trainer {
         };
         let text = serde_json::to_string_pretty(&state)
             .map_err(|e| Error::invalid("checkpoint", format!("cannot write the state: {e}")))?;
-        let mut files = network_files(net, be)?;
+        weights::check_finite(folder, &state_tensors)?;
+        let mut files = network_files(net, be, folder)?;
         files.push((TRAINER_FILE, (text + "\n").into_bytes()));
         files.push((SOLVER_FILE, weights::encode(&state_tensors)?));
         write(folder, &with_manifest(net.seed(), files)?)

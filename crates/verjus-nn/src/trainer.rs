@@ -98,6 +98,24 @@ impl Trainer {
         }
     }
 
+    /// Checks that `net` has one input and one output: a trainer feeds one
+    /// `x` and scores one output. A network with more would otherwise fail in
+    /// the middle of a step, with a message about gradient counts.
+    pub fn check_network(net: &Network) -> Result<()> {
+        let inputs: Vec<&str> = net.inputs().iter().map(|i| i.name.as_str()).collect();
+        let outputs: Vec<String> = net.output_shapes().into_iter().map(|(n, _)| n).collect();
+        if inputs.len() == 1 && outputs.len() == 1 {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "Trainer",
+            format!(
+                "a trainer trains a network with one input and one output; \
+                 this one has inputs {inputs:?} and outputs {outputs:?}"
+            ),
+        ))
+    }
+
     /// The loss.
     pub fn loss(&self) -> Loss {
         self.loss
@@ -176,6 +194,7 @@ impl Trainer {
     /// The body of [`Trainer::train_minibatch`]; returns the loss and the batch size.
     fn step(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, usize)> {
         let op = "train_minibatch";
+        Self::check_network(&self.net)?;
         let batch = batch_of(op, x, y)?;
         let be: &dyn Backend = &*self.be;
         let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
@@ -189,9 +208,24 @@ impl Trainer {
         let loss_grad = fit(be, &mut bufs.loss_grad, out.shape(), DType::F32)?;
         let loss = self.loss.compute(be, out, y, Some(&mut *loss_grad))?;
         if !loss.is_finite() {
+            // Only on this error path: are the parameters themselves gone?
+            let params = self.net.named_parameters_host(be)?;
+            let broken = params.iter().find(|(_, t)| {
+                t.as_slice::<f32>()
+                    .is_ok_and(|v| v.iter().any(|x| !x.is_finite()))
+            });
+            let why = match broken {
+                Some((name, _)) => format!(
+                    "{name} already holds non-finite values: an earlier update diverged \
+                     (lower the learning rate, or clip gradients)"
+                ),
+                None => "the parameters are finite: check this batch's inputs".to_string(),
+            };
             return Err(Error::invalid(
                 op,
-                format!("the loss is {loss}; training has diverged (parameters left unchanged)"),
+                format!(
+                    "the loss is {loss}; training has diverged ({why}; this step changed nothing)"
+                ),
             ));
         }
         self.net
@@ -238,6 +272,7 @@ impl Trainer {
     /// The body of [`Trainer::evaluate`].
     fn evaluate_here(&mut self, x: &Tensor, y: &Tensor, batch_size: usize) -> Result<Metrics> {
         let op = "evaluate";
+        Self::check_network(&self.net)?;
         let n = batch_of(op, x, y)?;
         if batch_size == 0 {
             return Err(Error::invalid(op, "batch_size must be > 0"));

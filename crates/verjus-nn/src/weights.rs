@@ -85,6 +85,28 @@ pub fn save_file(path: &Path, named: &[(String, Tensor)]) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
+/// Refuses to save a tensor with a NaN or infinite value: after a diverged
+/// step, saving would replace the last good checkpoint with unusable weights.
+pub(crate) fn check_finite(target: &Path, named: &[(String, Tensor)]) -> Result<()> {
+    for (name, t) in named {
+        let Ok(values) = t.as_slice::<f32>() else {
+            continue;
+        };
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(
+                "save",
+                format!(
+                    "{}: not saved: {name} holds {} at element {i} (training has diverged?); \
+                     what was there is left as it was",
+                    target.display(),
+                    values[i]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Network {
     /// Copies of the parameters on the host, by name, in parameter order
     /// (parameters on a device are downloaded through `be`).
@@ -105,7 +127,9 @@ impl Network {
     /// Writes the parameters to `path` as safetensors (names are parameter
     /// names), atomically.
     pub fn save_weights(&self, be: &dyn Backend, path: &Path) -> Result<()> {
-        save_file(path, &self.named_parameters_host(be)?)
+        let named = self.named_parameters_host(be)?;
+        check_finite(path, &named)?;
+        save_file(path, &named)
     }
 
     /// Reads a safetensors file and loads it with [`Network::load_parameters`]:

@@ -65,6 +65,7 @@ impl Trainer {
         let id = shared::next_trainer_id();
         py.detach(|| {
             let mut guard = shared::write(&model)?;
+            NnTrainer::check_network(guard.network()?.0).map_err(to_py_err)?;
             let be = match target {
                 Some(be) => {
                     guard.move_to(BackendRef::clone(&be)).map_err(to_py_err)?;

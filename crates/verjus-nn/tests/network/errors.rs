@@ -160,3 +160,32 @@ fn absurd_sizes_are_errors_not_panics() {
     );
     assert_mentions(&e, &["\"conv\""]);
 }
+
+#[test]
+fn a_trainer_refuses_a_network_of_two_outputs_before_its_step() {
+    use verjus_core::Tensor;
+    use verjus_nn::solver::{Sgd, Solver};
+    use verjus_nn::{Loss, Trainer};
+    let def = NetworkDef::from_json(
+        r#"{"inputs": [{"name": "x", "shape": [4]}], "outputs": ["f", "g"], "layers": [
+            {"name": "f", "type": "Linear", "out_features": 3, "inputs": ["x"]},
+            {"name": "g", "type": "Linear", "out_features": 2, "inputs": ["x"]}]}"#,
+    )
+    .unwrap();
+    let net = Network::build(def, &be(), 0).unwrap();
+    let e = Trainer::check_network(&net).unwrap_err().to_string();
+    assert_mentions(&e, &["one input and one output", "[\"f\", \"g\"]"]);
+    let loss = Loss::SoftmaxCrossEntropy {
+        label_smoothing: 0.0,
+    };
+    let mut trainer = Trainer::new(
+        net,
+        Solver::new(Sgd::new(0.1)),
+        loss,
+        std::sync::Arc::new(be()),
+    );
+    let x = Tensor::from_vec([2, 4], vec![0.5f32; 8]).unwrap();
+    let y = Tensor::from_vec([2], vec![0i64, 1]).unwrap();
+    let e = trainer.train_minibatch(&x, &y).unwrap_err().to_string();
+    assert_mentions(&e, &["one input and one output"]);
+}
