@@ -267,3 +267,17 @@ def test_diverged_weights_are_named_and_never_saved_over_a_checkpoint(tmp_path):
     assert (tmp_path / "run" / "weights.safetensors").read_bytes() == good
     with pytest.raises(ValueError, match=r"already holds non-finite values: an earlier update"):
         trainer.train_minibatch(x, y)
+
+
+def test_float_labels_for_a_classification_loss_say_what_is_wanted():
+    trainer = verjus.Trainer(cnn(), optim.Adam())
+    x = np.zeros((2, 1, 28, 28), np.float32)
+    with pytest.raises(ValueError, match=r"targets must be integer class indices, got float32"):
+        trainer.train_minibatch(x, np.zeros(2))
+
+
+def test_a_superseded_trainer_still_has_a_repr():
+    net = cnn()
+    first = verjus.Trainer(net, optim.Adam())
+    verjus.Trainer(net, optim.SGD(lr=0.1))
+    assert repr(first).endswith("superseded)")

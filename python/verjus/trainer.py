@@ -303,7 +303,11 @@ class Trainer:
         return history
 
     def __repr__(self) -> str:
-        return f"Trainer({self.network!r}, {self.optimizer!r}, device={self.device!r})"
+        try:
+            where = f"device={self.device!r}"
+        except RuntimeError:  # superseded by a newer Trainer of the same network
+            where = "superseded"
+        return f"Trainer({self.network!r}, {self.optimizer!r}, {where})"
 
 
 def _validation_set(data: object) -> _verjus.Dataset:

@@ -282,7 +282,9 @@ impl LayerConfig {
 
 impl NetworkDef {
     /// Parses a definition from JSON text; errors name the line and column.
+    /// A leading byte-order mark (editors on Windows write one) is skipped.
     pub fn from_json(text: &str) -> Result<Self> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let def: NetworkDef = serde_json::from_str(text)
             .map_err(|e| Error::definition("<definition>", format!("invalid JSON: {e}")))?;
         if def.format_version > FORMAT_VERSION {
@@ -339,6 +341,8 @@ mod tests {
         }
         let again = NetworkDef::from_json(&def.to_json()).unwrap();
         assert_eq!(def, again);
+        let with_mark = NetworkDef::from_json(&format!("\u{feff}{CNN}")).unwrap();
+        assert_eq!(def, with_mark);
     }
 
     #[test]

@@ -71,6 +71,7 @@ impl Loss {
         match *self {
             Loss::SoftmaxCrossEntropy { label_smoothing } => {
                 let n = classified_batch(&op, output)?;
+                check_labels_are_classes(&op, target)?;
                 let mut losses = ops::zeros(be, &Shape::new([n])?, DType::F32)?;
                 ops::softmax_cross_entropy(
                     be,
@@ -83,7 +84,10 @@ impl Loss {
                 )?;
                 mean(be, &losses)
             }
-            Loss::Nll => nll(be, &op, output, target, grad),
+            Loss::Nll => {
+                check_labels_are_classes(&op, target)?;
+                nll(be, &op, output, target, grad)
+            }
             Loss::Mse => mse(be, &op, output, target, grad),
         }
     }
@@ -95,6 +99,22 @@ fn classified_batch(op: &str, output: &Tensor) -> Result<usize> {
         &[n, _] => Ok(n),
         _ => Err(Error::shape(op, "output", "[N, classes]", output.shape())),
     }
+}
+
+/// Class labels are integers: float targets (a float numpy array of labels)
+/// would otherwise meet a bare dtype mismatch deep in the kernel's checks.
+fn check_labels_are_classes(op: &str, labels: &Tensor) -> Result<()> {
+    if labels.dtype().is_int() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        op,
+        format!(
+            "the targets must be integer class indices, got {} values \
+             (convert them to int64; MSE is the loss for float targets)",
+            labels.dtype()
+        ),
+    ))
 }
 
 /// The mean of all elements, read back to the host.
