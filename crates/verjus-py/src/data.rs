@@ -31,6 +31,8 @@ pub(crate) fn fashion_mnist<'py>(
     let data = py
         .detach(|| load_fashion_mnist(split, data_dir.as_deref()))
         .map_err(to_py_err)?;
+    // A Ctrl-C during the load surfaces here as KeyboardInterrupt.
+    py.check_signals()?;
     let (images, labels) = data.into_parts();
     Ok((to_numpy(py, images)?, to_numpy(py, labels)?))
 }

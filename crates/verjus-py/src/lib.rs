@@ -82,6 +82,10 @@ fn cuda_reset_peak_memory(ordinal: usize) -> PyResult<()> {
 /// The module `verjus._verjus`.
 #[pymodule]
 fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // numpy's C API is imported on the first array made. Made later, with a
+    // Ctrl-C pending, that import fails, and the numpy crate panics on it: so
+    // it is imported here, with the module.
+    numpy::PyArray1::<f32>::zeros(m.py(), 0, false);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;

@@ -68,6 +68,12 @@ pub fn load_fashion_mnist(split: Split, dir: Option<&Path>) -> Result<Dataset> {
             ),
         ));
     }
+    if images.dims()[0] == 0 {
+        return Err(Error::file(
+            &images_path,
+            "holds no images (the count at byte offset 4 is 0)",
+        ));
+    }
     let labels = idx::read_labels(&labels_path)?;
     let (n, m) = (images.dims()[0], labels.numel());
     if n != m {
@@ -185,6 +191,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("32x32"), "{e}");
+
+        write_split(dir.path(), Split::Train, 0, &[]);
+        let e = load_fashion_mnist(Split::Train, Some(dir.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("train-images") && e.contains("no images"), "{e}");
     }
 
     #[test]
