@@ -92,6 +92,7 @@ fn fill(temp: &Path, target: &Path, files: &[(&str, &[u8])], own: &[&str]) -> St
     }
     if target.is_dir() {
         carry_over(target, temp, own).map_err(|e| (at("carry over the files of", target), e))?;
+        keep_mode(target, temp).map_err(|e| (at("keep the permissions of", target), e))?;
     }
     sync_dir(temp).map_err(|e| (at("flush", temp), e))
 }
@@ -108,12 +109,19 @@ fn carry_over(from: &Path, to: &Path, own: &[&str]) -> io::Result<()> {
         if entry.file_type()?.is_dir() {
             fs::create_dir(&dst)?;
             carry_over(&src, &dst, &[])?;
+            keep_mode(&src, &dst)?;
         } else if fs::hard_link(&src, &dst).is_err() {
             fs::copy(&src, &dst)?;
             File::open(&dst)?.sync_all()?;
         }
     }
     Ok(())
+}
+
+/// Gives the folder `to` the permissions of `from`: a new folder gets the
+/// default mode, which would open a private (0700) run folder to everyone.
+fn keep_mode(from: &Path, to: &Path) -> io::Result<()> {
+    fs::set_permissions(to, fs::metadata(from)?.permissions())
 }
 
 /// Puts the complete folder `temp` in place of `target`; afterwards `temp`
@@ -269,6 +277,25 @@ mod tests {
         replace_folder(&target, &[("a", b"3")], &["a"]).unwrap();
         assert_eq!(fs::read(target.join("a")).unwrap(), b"3");
         assert_eq!(names(root.path()), [".run.lock", "run"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_folder_and_its_subfolders_keep_their_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let target = root.path().join("run");
+        replace_folder(&target, &[("a", b"1")], &["a"]).unwrap();
+        fs::create_dir(target.join("notes")).unwrap();
+        fs::write(target.join("notes/secret"), "s").unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        for (dir, m) in [(&target, 0o750), (&target.join("notes"), 0o700)] {
+            fs::set_permissions(dir, fs::Permissions::from_mode(m)).unwrap();
+        }
+        replace_folder(&target, &[("a", b"2")], &["a"]).unwrap();
+        assert_eq!(mode(&target), 0o750);
+        assert_eq!(mode(&target.join("notes")), 0o700);
+        assert_eq!(fs::read(target.join("notes/secret")).unwrap(), b"s");
     }
 
     #[cfg(unix)]
