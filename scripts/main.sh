@@ -35,6 +35,6 @@ maturin develop --release
 
 step "verjus train examples/nets/fashion_cnn.json"
 verjus train examples/nets/fashion_cnn.json --data fashion-mnist --epochs 3 \
-    --optimizer adam --lr 1e-3 --batch-size 128 --device cpu --out runs/cnn "$@"
+    --optimizer adam --lr 1e-3 --batch-size 128 --device cpu --out runs/cnn --overwrite "$@"
 
 step "done"

@@ -165,3 +165,97 @@ def test_the_console_script_is_installed():
     result = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=False)
     assert result.returncode == 0
     assert verjus.__version__ in result.stdout
+
+
+def train_into(out: Path, fashion_dir: Path, *extra: str, net: str = "fashion_mlp.json"):
+    return run_cli("train", str(NETS / net), "--data", str(fashion_dir), "--epochs", "1",
+                   "--batch-size", "64", "--no-progress", "--out", str(out), *extra)  # fmt: skip
+
+
+def test_out_must_be_new_empty_or_a_run_given_overwrite(tmp_path, fashion_dir):
+    # A run used to replace whatever folder --out named, subfolders and all.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("mine")
+    refused = train_into(project, fashion_dir)
+    assert refused.returncode == 1
+    assert "not a verjus run folder (it holds notes.txt)" in refused.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["notes.txt"]
+
+    run = tmp_path / "run"
+    assert train_into(run, fashion_dir).returncode == 0
+    weights = (run / "weights.safetensors").read_bytes()
+    again = train_into(run, fashion_dir, "--seed", "5")
+    assert again.returncode == 1
+    assert "already holds a run; pass --overwrite" in again.stderr
+    assert (run / "weights.safetensors").read_bytes() == weights
+    replaced = train_into(run, fashion_dir, "--seed", "5", "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert (run / "weights.safetensors").read_bytes() != weights
+
+
+def test_a_network_that_does_not_fit_the_data_writes_nothing(tmp_path, fashion_dir):
+    color = tmp_path / "color.json"
+    color.write_text(json.dumps({
+        "inputs": [{"name": "image", "shape": [3, 28, 28]}],
+        "layers": [{"name": "flat", "type": "Flatten"},
+                   {"name": "fc", "type": "Linear", "out_features": 10}]}))  # fmt: skip
+    run = tmp_path / "run"
+    result = run_cli("train", str(color), "--data", str(fashion_dir), "--out", str(run))
+    assert result.returncode == 1
+    assert "[3, 28, 28]" in result.stderr
+    assert not run.exists()
+
+
+def test_a_second_train_to_the_same_folder_is_refused(tmp_path, fashion_dir):
+    fcntl = pytest.importorskip("fcntl", reason="advisory locks are POSIX")
+    run = tmp_path / "run"
+    with open(tmp_path / ".run.run.lock", "a") as lock:  # a first train holds the folder
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = train_into(run, fashion_dir)
+    assert result.returncode == 1
+    assert "another verjus train is writing to it" in result.stderr
+    assert not run.exists()
+
+
+def test_predict_checks_a_run_folder_against_its_manifest_and_definition(trained_run, fashion_dir,
+                                                                         tmp_path):  # fmt: skip
+    out, _ = trained_run
+    sigmoid = tmp_path / "sigmoid.json"
+    sigmoid.write_text((NETS / "fashion_mlp.json").read_text().replace('"ReLU"', '"Sigmoid"'))
+    other = run_cli("predict", str(sigmoid), str(out), "--data", str(fashion_dir))
+    assert other.returncode == 1
+    assert "network.json is not the network of" in other.stderr
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    for f in out.iterdir():
+        (edited / f.name).write_bytes(f.read_bytes())
+    weights = bytearray((edited / "weights.safetensors").read_bytes())
+    weights[-4:] = b"\x00\x00\x48\x42"  # the last float becomes 50.0
+    (edited / "weights.safetensors").write_bytes(bytes(weights))
+    result = run_cli("predict", str(NETS / "fashion_mlp.json"), str(edited),
+                     "--data", str(fashion_dir))  # fmt: skip
+    assert result.returncode == 1
+    assert "CRC-32" in result.stderr
+
+
+def test_bad_numbers_and_settings_are_argument_errors(tmp_path, fashion_dir):
+    net = str(NETS / "fashion_mlp.json")
+    for args in (("--batch-size", "18446744073709551616"), ("--epochs", "-1"),
+                 ("--momentum", "0.9")):  # fmt: skip
+        result = run_cli("train", net, "--data", str(fashion_dir), "--out", str(tmp_path / "r"),
+                         *args)  # fmt: skip
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr
+        assert args[0] in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_plot_that_cannot_be_drawn_does_not_stop_training(tmp_path, fashion_dir):
+    result = run_cli("train", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir),
+                     "--epochs", "2", "--batch-size", "64", "--no-progress",
+                     "--out", str(tmp_path / "run"),
+                     env={"MPLBACKEND": "no-such-backend"})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "epoch 2/2" in result.stdout
+    assert result.stderr.count("warning: no curves.png") == 1

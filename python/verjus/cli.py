@@ -19,6 +19,14 @@ checkpoint saves keep.
 computes; a device that cannot be used here (no GPU, a CUDA library missing)
 is a one-line error naming what is missing, before any data is read.
 
+``--out`` must be a new or empty folder, or a run folder of an earlier
+``train`` with ``--overwrite``; any other folder is refused, so that a run never
+replaces a folder of other files. The network and the data are checked against
+each other before anything is written there, and one ``train`` at a time holds
+the folder (a second one to the same ``--out`` is refused while the first runs).
+``predict`` given a run folder checks its files against the folder's manifest
+and its ``network.json`` against ``NET.json``.
+
 ``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
 the folder in ``$VERJUS_FASHION_MNIST``) or a folder holding the four IDX
 ``.gz`` files. Errors are printed as one line naming what was wrong, and the
@@ -28,9 +36,10 @@ command exits with status 1 (2 for bad arguments, 130 when interrupted).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +48,7 @@ import numpy.typing as npt
 from verjus import __version__, optim
 from verjus._files import write_text_atomic
 from verjus.data import FASHION_MNIST_CLASSES, fashion_mnist
-from verjus.network import WEIGHTS_FILE, Network
+from verjus.network import DEFINITION_FILE, Network
 from verjus.plot import plot_curves
 from verjus.trainer import Callback, Trainer
 
@@ -47,6 +56,7 @@ __all__ = ["main"]
 
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
+MANIFEST_FILE = "checkpoint.json"  # what makes a folder a run folder
 DATA_HELP = "fashion-mnist (the installed data set) or a folder of its IDX .gz files"
 
 
@@ -76,6 +86,7 @@ class _RunFolder(Callback):
         self.title = title
         self.total_epochs = total_epochs
         self.epochs: list[dict[str, float]] = []
+        self.plot_failed = False
 
     def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
         row = {
@@ -97,46 +108,112 @@ class _RunFolder(Callback):
         trainer.save_checkpoint(self.out)
         lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
         write_text_atomic(self.out / METRICS_FILE, lines)
-        plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title)
+        try:
+            plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title)
+        except Exception as e:  # the plot is a picture: training goes on
+            if not self.plot_failed:
+                print(f"verjus: warning: no {CURVES_FILE}: {e}", file=sys.stderr, flush=True)
+            self.plot_failed = True
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    """``--out`` is new, an empty folder, or (with ``--overwrite``) a run folder."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a folder")
+    names = sorted(p.name for p in out.iterdir())
+    if not names:
+        return
+    if MANIFEST_FILE not in names:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise ValueError(
+            f"--out {out}: not a verjus run folder (it holds {shown}); give a new or empty folder"
+        )
+    if not overwrite:
+        raise ValueError(
+            f"--out {out}: already holds a run; pass --overwrite to replace it, "
+            "or give another folder"
+        )
+
+
+@contextlib.contextmanager
+def _holding(out: Path) -> Iterator[None]:
+    """Holds the lock file ``.{name}.run.lock`` beside ``out`` for the whole run:
+    a second ``train`` to the same folder is refused instead of the two runs'
+    epochs overwriting each other's checkpoints and metrics."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: unguarded
+        yield
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.run.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"--out {out}: another verjus train is writing to it") from None
+        except OSError:
+            pass  # a file system without locks: unguarded
+        yield
+
+
+def _check_classifier(net: Network) -> None:
+    """The network's one output scores the Fashion-MNIST classes."""
+    name, unit = net.outputs[0]
+    if list(unit) != [len(FASHION_MNIST_CLASSES)]:
+        raise ValueError(
+            f"the network's output {name!r} has unit shape {list(unit)}, "
+            f"expected [{len(FASHION_MNIST_CLASSES)}] class scores"
+        )
 
 
 def _train(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    _check_out(out, args.overwrite)
     # Built on the device first: a device that is not there fails before the data loads.
     net = Network.from_def(args.network, seed=args.seed, device=args.device)
+    _check_classifier(net)
     data_dir = _data_dir(args.data)
     x, y = fashion_mnist("train", data_dir)
     test = fashion_mnist("test", data_dir)
     optimizer = _optimizer(args)
     trainer = Trainer(net, optimizer, "cross_entropy")
-    name = Path(args.network).name
+    # A surrogate-escaped (non-UTF-8) file name cannot be drawn in the plot's title.
+    name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
     print(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
         f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, {args.epochs} epochs, "
         f"device {trainer.device}",
         flush=True,
     )
-    out = Path(args.out)
-    # The initial network goes there first: a run folder that cannot be written
-    # fails now, not after an epoch of training.
-    trainer.save_checkpoint(out)
-    title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
-    run = _RunFolder(out, title, args.epochs)
-    trainer.fit(
-        x,
-        y,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        validation_data=test,
-        seed=args.seed,
-        progress=not args.no_progress,
-        callbacks=[run],
-    )
+    net.forward(x[:1])  # the data fits the network, before anything is written
+    with _holding(out):
+        _check_out(out, args.overwrite)  # again, now that this run holds the folder
+        for stale in (METRICS_FILE, CURVES_FILE):  # the replaced run's
+            (out / stale).unlink(missing_ok=True)
+        # The initial network goes there first: a run folder that cannot be
+        # written fails now, not after an epoch of training.
+        trainer.save_checkpoint(out)
+        title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
+        run = _RunFolder(out, title, args.epochs)
+        trainer.fit(
+            x,
+            y,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            validation_data=test,
+            seed=args.seed,
+            progress=not args.no_progress,
+            callbacks=[run],
+        )
+    shown = Path(args.out)  # as given, not resolved
     if not run.epochs:
-        print(f"no epochs run; the initial network is in {out}")
+        print(f"no epochs run; the initial network is in {shown}")
         return 0
     print(f"final test accuracy: {run.epochs[-1]['test_accuracy']:.4f}")
-    print(f"run folder: {out} ({', '.join(sorted(p.name for p in out.iterdir()))})")
-    print(f"plot: {out / CURVES_FILE}")
+    print(f"run folder: {shown} ({', '.join(sorted(p.name for p in out.iterdir()))})")
+    print(f"plot: {shown / CURVES_FILE}")
     return 0
 
 
@@ -164,16 +241,24 @@ def _format_confusion(matrix: npt.NDArray[np.int64], names: Sequence[str]) -> st
 
 
 def _predict(args: argparse.Namespace) -> int:
-    net = Network.from_def(args.network, device=args.device)
     weights = Path(args.weights)
-    net.load_weights(weights / WEIGHTS_FILE if weights.is_dir() else weights)
+    if weights.is_dir():
+        # The whole run folder, checked against its manifest, and its
+        # definition against the one given.
+        net = Network.load(weights, device=args.device)
+        if net.to_def() != Network.from_def(args.network).to_def():
+            raise ValueError(
+                f"{weights / DEFINITION_FILE} is not the network of {args.network}: "
+                "predict with the definition the run was trained with"
+            )
+    else:
+        net = Network.from_def(args.network, device=args.device)
+        net.load_weights(weights)
+    broken = [k for k, v in net.state_dict().items() if not np.isfinite(v).all()]
+    if broken:
+        raise ValueError(f"{weights}: {broken[0]} holds NaN or infinite values")
+    _check_classifier(net)
     x, y = fashion_mnist(args.split, _data_dir(args.data))
-    classes = net.outputs[0][1]
-    if len(classes) != 1 or classes[0] != len(FASHION_MNIST_CLASSES):
-        raise ValueError(
-            f"predict: the network's output {net.outputs[0][0]!r} has unit shape {list(classes)}, "
-            f"expected [{len(FASHION_MNIST_CLASSES)}] class scores"
-        )
     predicted = np.concatenate(
         [
             np.argmax(net.forward(x[i : i + args.batch_size]), axis=1)
@@ -198,6 +283,25 @@ def _seed(text: str) -> int:
     return seed
 
 
+def _integer(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got {text!r}")
+        return value
+
+    return parse
+
+
+EPOCHS = _integer(0, 10**9)
+BATCH_SIZE = _integer(1, 2**31 - 1)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verjus", description="verjus deep learning framework")
     parser.add_argument("--version", action="version", version=f"verjus {__version__}")
@@ -206,16 +310,17 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train a network on Fashion-MNIST")
     train.add_argument("network", help="network definition (JSON file)")
     train.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
-    train.add_argument("--epochs", type=int, default=3)
+    train.add_argument("--epochs", type=EPOCHS, default=3)
     train.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
     train.add_argument("--lr", type=float, default=1e-3)
     train.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
     train.add_argument("--nesterov", action="store_true", help="SGD with Nesterov momentum")
     train.add_argument("--weight-decay", type=float, default=0.0)
-    train.add_argument("--batch-size", type=int, default=128)
+    train.add_argument("--batch-size", type=BATCH_SIZE, default=128)
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     train.add_argument("--seed", type=_seed, default=0, help="initialisation and shuffling")
-    train.add_argument("--out", default="runs/latest", help="run folder (created)")
+    train.add_argument("--out", default="runs/latest", help="run folder (new, or empty)")
+    train.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.set_defaults(run=_train)
 
@@ -228,7 +333,7 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("weights", help="weights.safetensors or a run folder")
     predict.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
     predict.add_argument("--split", choices=("train", "test"), default="test")
-    predict.add_argument("--batch-size", type=int, default=1000)
+    predict.add_argument("--batch-size", type=BATCH_SIZE, default=1000)
     predict.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     predict.set_defaults(run=_predict)
     return parser
@@ -236,10 +341,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    args = _parser().parse_args(argv)
-    if getattr(args, "epochs", 0) < 0 or getattr(args, "batch_size", 1) <= 0:
-        print("verjus: error: --epochs must be >= 0 and --batch-size > 0", file=sys.stderr)
-        return 2
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "train" and args.optimizer != "sgd" and (args.momentum or args.nesterov):
+        parser.error("--momentum and --nesterov are SGD settings: they need --optimizer sgd")
     try:
         return args.run(args)
     except (ValueError, TypeError, OSError, RuntimeError, NotImplementedError) as e:
