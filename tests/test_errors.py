@@ -2,6 +2,7 @@
 wrong; none crashes the interpreter."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -281,3 +282,18 @@ def test_a_superseded_trainer_still_has_a_repr():
     first = verjus.Trainer(net, optim.Adam())
     verjus.Trainer(net, optim.SGD(lr=0.1))
     assert repr(first).endswith("superseded)")
+
+
+def test_a_definition_file_is_named_and_read_only_when_it_is_a_sane_file(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"inputs": [], "layers": [],}')
+    with pytest.raises(ValueError, match=r"broken\.json: .*invalid JSON: trailing comma"):
+        verjus.Network.from_def(broken)
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as f:
+        f.truncate(65 << 20)  # sparse: nothing is written
+    with pytest.raises(ValueError, match=r"huge\.json: 68157440 bytes, more than .* \(64 MiB\)"):
+        verjus.Network.from_def(huge)
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(OSError, match=r"/dev/zero: .*not a regular file"):
+            verjus.Network.from_def("/dev/zero")

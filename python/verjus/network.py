@@ -27,6 +27,7 @@ from verjus.nn import Graph, Sequential
 __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
 
 DEFINITION_FILE = "network.json"
+MAX_DEFINITION_BYTES = 64 << 20  # as the Rust side's cap on a checkpoint's JSON files
 WEIGHTS_FILE = "weights.safetensors"
 
 Definition = Mapping[str, Any] | str | os.PathLike[str] | Sequential | Graph
@@ -62,12 +63,13 @@ def _numpy_scalar(value: object) -> object:
     raise TypeError(f"a network definition cannot hold a {type(value).__name__}")
 
 
-def _definition_json(definition: Definition) -> str:
-    """JSON text of a definition given as a dict, builder, JSON file path or JSON text."""
+def _definition_json(definition: Definition) -> tuple[str, Path | None]:
+    """JSON text of a definition given as a dict, builder, JSON file path or JSON
+    text, and the file it was read from (for messages)."""
     if isinstance(definition, Sequential | Graph):
-        return _finite_json(definition.to_def())
+        return _finite_json(definition.to_def()), None
     if isinstance(definition, Mapping):
-        return _finite_json(definition)
+        return _finite_json(definition), None
     if isinstance(definition, os.PathLike) or (
         isinstance(definition, str) and not definition.lstrip().startswith(("{", "["))
     ):
@@ -75,16 +77,24 @@ def _definition_json(definition: Definition) -> str:
         if path.is_dir():
             path = path / DEFINITION_FILE
         try:
-            # utf-8-sig: editors on Windows start UTF-8 files with a byte-order mark.
-            return path.read_text(encoding="utf-8-sig")
+            is_file, size = path.is_file(), path.stat().st_size
+            if is_file and size <= MAX_DEFINITION_BYTES:
+                # utf-8-sig: editors on Windows start UTF-8 files with a byte-order mark.
+                return path.read_text(encoding="utf-8-sig"), path
         except OSError as e:
             raise OSError(f"{path}: cannot read the network definition: {e.strerror}") from e
         except UnicodeDecodeError as e:
             raise ValueError(
                 f"{path}: not a network definition: byte {e.start} is not UTF-8 text"
             ) from e
+        if not is_file:  # /dev/zero, a FIFO: no end to read to
+            raise OSError(f"{path}: cannot read the network definition: not a regular file")
+        raise ValueError(
+            f"{path}: {size} bytes, more than a network definition may hold "
+            f"({MAX_DEFINITION_BYTES >> 20} MiB)"
+        )
     if isinstance(definition, str):
-        return definition
+        return definition, None
     raise TypeError(
         "a network definition is a dict, a JSON path, JSON text, nn.Sequential or nn.Graph; "
         f"got {type(definition).__name__}"
@@ -116,7 +126,13 @@ class Network:
         ``nn.Graph``. Parameters are drawn from ``seed`` directly on ``device``
         (the same values on every device). A definition mistake is a
         ``ValueError`` naming the layer and the shapes."""
-        return cls(_verjus.Network.from_json(_definition_json(definition), seed, device))
+        text, path = _definition_json(definition)
+        try:
+            return cls(_verjus.Network.from_json(text, seed, device))
+        except ValueError as e:
+            if path is None:
+                raise
+            raise ValueError(f"{path}: {e}") from e
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, device: str = "cpu") -> Network:

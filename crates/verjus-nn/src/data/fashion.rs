@@ -8,6 +8,7 @@
 use super::{idx, Dataset};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::{fs, io};
 use verjus_core::{Error, Result};
 
 /// Where `apt-get install dataset-fashion-mnist` puts the files.
@@ -103,15 +104,28 @@ pub fn load_fashion_mnist(split: Split, dir: Option<&Path>) -> Result<Dataset> {
 }
 
 /// `dir/name.gz`, else `dir/name`; when neither exists, an error that says how
-/// to get the data.
+/// to get the data. Something there that cannot be read (a folder, a dangling
+/// link, no permission) is an error naming it: "not found" would send the user
+/// to install data that is there.
 fn find(dir: &Path, name: &str) -> Result<PathBuf> {
-    let gz = dir.join(format!("{name}.gz"));
-    if gz.is_file() {
-        return Ok(gz);
+    if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::file(
+            dir,
+            "is not a folder (give the folder that holds the IDX files)",
+        ));
     }
-    let plain = dir.join(name);
-    if plain.is_file() {
-        return Ok(plain);
+    let gz = dir.join(format!("{name}.gz"));
+    for candidate in [&gz, &dir.join(name)] {
+        match fs::metadata(candidate) {
+            Ok(m) if m.is_file() => return Ok(candidate.clone()),
+            Ok(_) => return Err(Error::file(candidate, "is not a regular file")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if candidate.symlink_metadata().is_ok() {
+                    return Err(Error::file(candidate, "is a symbolic link to nothing"));
+                }
+            }
+            Err(e) => return Err(Error::file(candidate, format!("cannot be read: {e}"))),
+        }
     }
     Err(Error::file(
         gz,
@@ -210,6 +224,25 @@ mod tests {
             e.contains(ENV_VAR) && e.contains("t10k-images-idx3-ubyte.gz"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn data_that_is_there_but_unreadable_is_not_called_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("t10k-images-idx3-ubyte.gz")).unwrap();
+        let e = load_fashion_mnist(Split::Test, Some(dir.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t10k-images-idx3-ubyte.gz") && e.contains("not a regular file"),
+            "{e}"
+        );
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let e = load_fashion_mnist(Split::Test, Some(&file))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a-file") && e.contains("is not a folder"), "{e}");
     }
 
     /// The real test split, where the Debian package is installed.
