@@ -28,43 +28,55 @@ pub enum Rule {
     },
 }
 
+/// A rule's settings as the fused update kernels take them, for one step.
+enum Hyper {
+    Sgd(SgdHyper),
+    Adam(AdamHyper),
+}
+
 impl Rule {
-    /// Checks the hyperparameters (the trainer's checks: a NaN learning rate
-    /// would make every parameter NaN at the first step); errors name the field.
-    fn validate(&self) -> Result<()> {
+    /// The kernels' hyperparameters for step `step` (counting from 1).
+    fn hyper(&self, step: u64) -> Hyper {
         match *self {
             Rule::Sgd {
                 lr,
                 momentum,
                 nesterov,
                 weight_decay,
-            } => SgdHyper {
+            } => Hyper::Sgd(SgdHyper {
                 lr,
                 momentum,
                 dampening: 0.0,
                 nesterov,
                 weight_decay,
                 grad_scale: 1.0,
-                first_step: true,
-            }
-            .validate("SGD"),
+                first_step: step == 1,
+            }),
             Rule::Adam {
                 lr,
                 betas: (beta1, beta2),
                 eps,
                 weight_decay,
                 decoupled,
-            } => AdamHyper {
+            } => Hyper::Adam(AdamHyper {
                 lr,
                 beta1,
                 beta2,
                 eps,
                 weight_decay,
                 decoupled,
-                step: 1,
+                step,
                 grad_scale: 1.0,
-            }
-            .validate(if decoupled { "AdamW" } else { "Adam" }),
+            }),
+        }
+    }
+
+    /// Checks the hyperparameters (the trainer's checks: a NaN learning rate
+    /// would make every parameter NaN at the first step); errors name the field.
+    fn validate(&self) -> Result<()> {
+        match self.hyper(1) {
+            Hyper::Sgd(hp) => hp.validate("SGD"),
+            Hyper::Adam(hp) => hp.validate(if hp.decoupled { "AdamW" } else { "Adam" }),
         }
     }
 }
@@ -138,41 +150,9 @@ impl Optimizer {
             let Some(grad) = var.grad() else { continue };
             let be = var.backend().clone();
             let buffers = &mut slot.buffers;
-            var.update_value(|p| match rule {
-                Rule::Sgd {
-                    lr,
-                    momentum,
-                    nesterov,
-                    weight_decay,
-                } => {
-                    let hp = SgdHyper {
-                        lr,
-                        momentum,
-                        dampening: 0.0,
-                        nesterov,
-                        weight_decay,
-                        grad_scale: 1.0,
-                        first_step: step == 1,
-                    };
-                    ops::sgd_update(&*be, &hp, p, &grad, buffers.first_mut())
-                }
-                Rule::Adam {
-                    lr,
-                    betas,
-                    eps,
-                    weight_decay,
-                    decoupled,
-                } => {
-                    let hp = AdamHyper {
-                        lr,
-                        beta1: betas.0,
-                        beta2: betas.1,
-                        eps,
-                        weight_decay,
-                        decoupled,
-                        step,
-                        grad_scale: 1.0,
-                    };
+            var.update_value(|p| match rule.hyper(step) {
+                Hyper::Sgd(hp) => ops::sgd_update(&*be, &hp, p, &grad, buffers.first_mut()),
+                Hyper::Adam(hp) => {
                     let [m, v] = buffers.as_mut_slice() else {
                         return Err(Error::invalid("adam", "missing moment buffers"));
                     };
