@@ -12,7 +12,6 @@ writes the folder and replaces it atomically as a whole.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verjus import _verjus
+from verjus._config import dumps_finite
 from verjus.nn import Graph, Sequential
 
 __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
@@ -29,47 +29,18 @@ __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
 DEFINITION_FILE = "network.json"
 MAX_DEFINITION_BYTES = 64 << 20  # as the Rust side's cap on a checkpoint's JSON files
 WEIGHTS_FILE = "weights.safetensors"
+WHOLE_DEFINITION = "network definition"  # names a setting outside any layer
 
 Definition = Mapping[str, Any] | str | os.PathLike[str] | Sequential | Graph
-
-
-def _finite_json(definition: Mapping[str, Any]) -> str:
-    """JSON text of a definition given as data. JSON has no NaN or infinity, so
-    such a number is a ``ValueError`` naming its layer and field (the Rust
-    parser could only point at a column of text the user never wrote); numpy
-    scalars (``np.int64(3)``) are written as the numbers they hold."""
-
-    def check(value: Any, layer: str | None, field: str) -> None:
-        if isinstance(value, float | np.floating) and not math.isfinite(value):
-            where = f"layer {layer!r}" if layer is not None else "network definition"
-            raise ValueError(f"{where}: {field} must be a finite number, got {value}")
-        if isinstance(value, Mapping):
-            name = value.get("name")
-            layer = name if isinstance(name, str) else layer
-            for key, item in value.items():
-                check(item, layer, str(key))
-        elif isinstance(value, list | tuple):
-            for item in value:
-                check(item, layer, field)
-
-    check(definition, None, "")
-    return json.dumps(definition, default=_numpy_scalar)
-
-
-def _numpy_scalar(value: object) -> object:
-    """``json.dumps``'s fallback: a numpy scalar as the Python number it holds."""
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"a network definition cannot hold a {type(value).__name__}")
 
 
 def _definition_json(definition: Definition) -> tuple[str, Path | None]:
     """JSON text of a definition given as a dict, builder, JSON file path or JSON
     text, and the file it was read from (for messages)."""
     if isinstance(definition, Sequential | Graph):
-        return _finite_json(definition.to_def()), None
+        return dumps_finite(definition.to_def(), WHOLE_DEFINITION, part="layer"), None
     if isinstance(definition, Mapping):
-        return _finite_json(definition), None
+        return dumps_finite(definition, WHOLE_DEFINITION, part="layer"), None
     if isinstance(definition, os.PathLike) or (
         isinstance(definition, str) and not definition.lstrip().startswith(("{", "["))
     ):
