@@ -30,6 +30,7 @@ use crate::loss::Loss;
 use crate::network::Network;
 use crate::parameter::Parameter;
 use crate::solver::{ParamMut, Solver};
+use crate::weights;
 use std::collections::hash_map::{Entry, HashMap};
 use verjus_core::{
     ops, scoped, Backend, BackendRef, DType, Device, Element, Error, Result, Shape, Tensor,
@@ -210,12 +211,8 @@ impl Trainer {
         if !loss.is_finite() {
             // Only on this error path: are the parameters themselves gone?
             let params = self.net.named_parameters_host(be)?;
-            let broken = params.iter().find(|(_, t)| {
-                t.as_slice::<f32>()
-                    .is_ok_and(|v| v.iter().any(|x| !x.is_finite()))
-            });
-            let why = match broken {
-                Some((name, _)) => format!(
+            let why = match weights::first_non_finite(&params) {
+                Some((name, ..)) => format!(
                     "{name} already holds non-finite values: an earlier update diverged \
                      (lower the learning rate, or clip gradients)"
                 ),

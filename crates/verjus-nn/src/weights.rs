@@ -85,26 +85,30 @@ pub fn save_file(path: &Path, named: &[(String, Tensor)]) -> Result<()> {
     write_atomic(path, &bytes)
 }
 
+/// The first NaN or infinite value among the f32 tensors `named`: the
+/// tensor's name, the element's index and the value.
+pub(crate) fn first_non_finite(named: &[(String, Tensor)]) -> Option<(&str, usize, f32)> {
+    named.iter().find_map(|(name, t)| {
+        let values = t.as_slice::<f32>().ok()?;
+        let i = values.iter().position(|v| !v.is_finite())?;
+        Some((name.as_str(), i, values[i]))
+    })
+}
+
 /// Refuses to save a tensor with a NaN or infinite value: after a diverged
 /// step, saving would replace the last good checkpoint with unusable weights.
 pub(crate) fn check_finite(target: &Path, named: &[(String, Tensor)]) -> Result<()> {
-    for (name, t) in named {
-        let Ok(values) = t.as_slice::<f32>() else {
-            continue;
-        };
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::invalid(
-                "save",
-                format!(
-                    "{}: not saved: {name} holds {} at element {i} (training has diverged?); \
-                     what was there is left as it was",
-                    target.display(),
-                    values[i]
-                ),
-            ));
-        }
+    match first_non_finite(named) {
+        None => Ok(()),
+        Some((name, i, value)) => Err(Error::invalid(
+            "save",
+            format!(
+                "{}: not saved: {name} holds {value} at element {i} (training has diverged?); \
+                 what was there is left as it was",
+                target.display()
+            ),
+        )),
     }
-    Ok(())
 }
 
 impl Network {
