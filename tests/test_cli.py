@@ -242,7 +242,7 @@ def test_predict_checks_a_run_folder_against_its_manifest_and_definition(trained
 def test_bad_numbers_and_settings_are_argument_errors(tmp_path, fashion_dir):
     net = str(NETS / "fashion_mlp.json")
     for args in (("--batch-size", "18446744073709551616"), ("--epochs", "-1"),
-                 ("--momentum", "0.9")):  # fmt: skip
+                 ("--seed", "-1"), ("--momentum", "0.9")):  # fmt: skip
         result = run_cli("train", net, "--data", str(fashion_dir), "--out", str(tmp_path / "r"),
                          *args)  # fmt: skip
         assert result.returncode == 2, args

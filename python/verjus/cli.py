@@ -272,17 +272,6 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seed(text: str) -> int:
-    """A seed: an integer in [0, 2^64)."""
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = -1
-    if not 0 <= seed < 2**64:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^64), got {text!r}")
-    return seed
-
-
 def _integer(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in ``[low, high]``."""
 
@@ -300,6 +289,7 @@ def _integer(low: int, high: int) -> Callable[[str], int]:
 
 EPOCHS = _integer(0, 10**9)
 BATCH_SIZE = _integer(1, 2**31 - 1)
+SEED = _integer(0, 2**64 - 1)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -318,7 +308,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--weight-decay", type=float, default=0.0)
     train.add_argument("--batch-size", type=BATCH_SIZE, default=128)
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    train.add_argument("--seed", type=_seed, default=0, help="initialisation and shuffling")
+    train.add_argument("--seed", type=SEED, default=0, help="initialisation and shuffling")
     train.add_argument("--out", default="runs/latest", help="run folder (new, or empty)")
     train.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")

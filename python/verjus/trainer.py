@@ -260,14 +260,15 @@ class Trainer:
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
         data = _verjus.Dataset(x, y)
         validation = None if validation_data is None else _validation_set(validation_data)
+        # Once, before training: an empty set, or a bad label (named by its
+        # example's index; a minibatch could only name its row), is found
+        # before an epoch is spent.
         for name, dataset in (("x", data), ("validation_data", validation)):
-            if dataset is not None and len(dataset) == 0:
+            if dataset is None:
+                continue
+            if len(dataset) == 0:
                 raise ValueError(f"fit: {name} has no examples")
-        # Once, before training: a bad label is named by its example's index (a
-        # minibatch could only name its row) and found before an epoch is spent.
-        for dataset in (data, validation):
-            if dataset is not None:
-                self._native.check_dataset(dataset)
+            self._native.check_dataset(dataset)
         history = History()
         self.stop_training = False
         steps = -(-len(data) // batch_size)
