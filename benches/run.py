@@ -30,6 +30,14 @@ spell. ``--pairs`` rounds (30; 5 with ``--quick``) per workload; a time is the
 median of a library's samples, a ratio the median of the rounds' ratios. An
 epoch is timed once per library.
 
+numpy and PyTorch take their samples in a Python process of their own, fresh for
+each workload (``run.py --worker LIB``), as verjus-bench does and as a user's
+script would. PyTorch's default Adam allocates and frees megabytes per step, and
+how fast glibc serves that depends on what the process allocated before: in one
+process shared by all workloads the MLP step took 4.4 ms after the GEMM
+workloads and 6.5-7 ms with ``--filter mlp_step``, the figure a fresh training
+script gets, so a workload's time depended on which workloads ran before it.
+
 Ratios are verjus time / other time: below 1 verjus is faster. A workload
 verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
 the data for "skipped"; either's reason follows the table.
@@ -80,6 +88,7 @@ SETTLE_S = {"verjus": 0.005, "numpy": 0.2, "torch": 0.02}
 # 30-50 ms to run at full speed again.
 REWARM_S = 0.05
 EPOCH_PAUSE_S = 0.5  # before each library's epoch
+LIBRARIES = ("numpy", "torch")  # timed beside verjus, each in a worker process
 THREAD_VARS = ("RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -110,6 +119,9 @@ def parse_args() -> argparse.Namespace:
         help="PyTorch's Adam implementation: the one torch.optim.Adam picks by itself (default: "
         "on the CPU the per-tensor loop), or its foreach or fused variant",
     )
+    # The other side of LibraryServer: one library's samples of one workload.
+    p.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
+    p.add_argument("--warmup", type=int, default=2, help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -193,6 +205,69 @@ class VerjusServer:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait()
+
+
+class LibraryServer:
+    """numpy's or PyTorch's side of one workload, in a fresh Python process
+    (``run.py --worker LIB``, see :func:`worker`): ``ready`` says whether the
+    library has the workload (``absent`` when it has not) and what it added to
+    the record (``rec``, e.g. PyTorch's peak GPU memory); ``sample()`` takes one
+    sample as :func:`sampler` does, ``once()`` times a single call."""
+
+    def __init__(self, lib: str, rec: dict, args: argparse.Namespace, warmup: int) -> None:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", lib]
+        cmd += ["--threads", str(args.threads), "--device", args.device]
+        cmd += ["--torch-adam", args.torch_adam, "--warmup", str(warmup)]
+        self.lib = lib
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self._ask(json.dumps(rec))
+
+    def _ask(self, line: str) -> dict:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            status = self.proc.wait()
+            raise SystemExit(f"the {self.lib} worker ended with exit status {status}")
+        return json.loads(reply)
+
+    def sample(self) -> float:
+        return self._ask("sample")["ms"]
+
+    def once(self) -> float:
+        return self._ask("once")["ms"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def worker(args: argparse.Namespace) -> None:
+    """The ``--worker LIB`` process: reads one workload's record from stdin and
+    answers each later line, ``sample`` or ``once``, with a JSON line ``{"ms": ...}``."""
+    module = import_optional(args.worker)
+    rec = json.loads(sys.stdin.readline())
+    known = set(rec)
+    if module is not None and args.worker == "torch":
+        module.set_num_threads(args.threads)
+    make = numpy_workload
+    if args.worker == "torch":
+        make = functools.partial(
+            torch_cuda_workload if args.device == "cuda" else torch_workload,
+            adam=adam_options(args.torch_adam),
+        )
+    f = make(module, rec) if module is not None else None
+    reply = {"absent": True} if f is None else {"ready": True}
+    reply["rec"] = {key: value for key, value in rec.items() if key not in known}
+    print(json.dumps(reply), flush=True)
+    take = None  # warmed up at the first sample, not before a single timed epoch
+    for line in sys.stdin:
+        if line.strip() == "once":
+            ms = measure_once(f)
+        else:
+            take = take or sampler(f, args.warmup)
+            ms = take()
+        print(json.dumps({"ms": ms}), flush=True)
 
 
 def measure_once(f: Callable[[], object]) -> float:
@@ -366,21 +441,29 @@ def torch_cuda_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | 
 
 
 def measure_interleaved(
-    rec: dict, exe: Path, bench_args: list[str], libs: dict, pairs: int, warmup: int
+    rec: dict,
+    exe: Path,
+    bench_args: list[str],
+    args: argparse.Namespace,
+    libs: list[str],
+    pairs: int,
+    warmup: int,
 ) -> None:
-    """Times one workload in verjus and each library, one sample of each in turn
-    for ``pairs`` rounds, and stores in ``rec`` the median times (``median_ms``,
-    ``<lib>_ms``) and the median of the rounds' ratios (``<lib>_ratio``)."""
-    server = VerjusServer(exe, [*bench_args, "--warmup", str(warmup), "--name", rec["name"]])
+    """Times one workload in verjus and each of ``libs``, one sample of each in
+    turn for ``pairs`` rounds, and stores in ``rec`` the median times
+    (``median_ms``, ``<lib>_ms``) and the median of the rounds' ratios
+    (``<lib>_ratio``)."""
+    servers = [VerjusServer(exe, [*bench_args, "--warmup", str(warmup), "--name", rec["name"]])]
     try:
-        rec.update(server.ready)
+        rec.update(servers[0].ready)
         if "error" in rec or "skipped" in rec:
             return
-        takes = {"verjus": server.sample}
-        for lib, (module, workload) in libs.items():
-            f = workload(module, rec) if module is not None else None
-            if f is not None:
-                takes[lib] = sampler(f, warmup)
+        takes = {"verjus": servers[0].sample}
+        for lib in libs:
+            servers.append(LibraryServer(lib, rec, args, warmup))
+            rec.update(servers[-1].ready["rec"])
+            if "absent" not in servers[-1].ready:
+                takes[lib] = servers[-1].sample
         times: dict[str, list[float]] = {lib: [] for lib in takes}
         print(f"==> {rec['name']}: {pairs} rounds of {', '.join(takes)}", file=sys.stderr)
         for _ in range(pairs):
@@ -388,7 +471,8 @@ def measure_interleaved(
                 times[lib].append(take())
                 time.sleep(SETTLE_S[lib])
     finally:
-        server.close()
+        for server in servers:
+            server.close()
     ours = times.pop("verjus")
     rec["median_ms"] = statistics.median(ours)
     for lib, theirs in times.items():
@@ -399,20 +483,35 @@ def measure_interleaved(
         rec[f"{lib}_ratio_spread"] = (ratios[len(ratios) // 10], ratios[-1 - len(ratios) // 10])
 
 
-def measure_epoch(rec: dict, exe: Path, bench_args: list[str], libs: dict) -> None:
-    """Times one epoch once in verjus and once in each library, each after a pause."""
+def measure_epoch(
+    rec: dict, exe: Path, bench_args: list[str], args: argparse.Namespace, libs: list[str]
+) -> None:
+    """Times one epoch once in verjus and once in each of ``libs``, each after a pause."""
     time.sleep(EPOCH_PAUSE_S)
     [line] = run_verjus(exe, [*bench_args, "--name", rec["name"]])
     rec.update(line)
-    if "median_ms" not in rec:
+    if "median_ms" not in rec or "skipped" in rec:
         return
-    for lib, (module, workload) in libs.items():
-        f = workload(module, rec) if module is not None and "skipped" not in rec else None
-        if f is not None:
+    for lib in libs:
+        server = LibraryServer(lib, rec, args, warmup=0)
+        try:
+            if "absent" in server.ready:
+                continue
             time.sleep(EPOCH_PAUSE_S)
             print(f"==> {lib}: {rec['name']}", file=sys.stderr)
-            rec[f"{lib}_ms"] = measure_once(f)
-            rec[f"{lib}_ratio"] = rec["median_ms"] / rec[f"{lib}_ms"]
+            rec[f"{lib}_ms"] = server.once()
+        finally:
+            server.close()
+        rec[f"{lib}_ratio"] = rec["median_ms"] / rec[f"{lib}_ms"]
+
+
+def library_version(name: str) -> str | None:
+    """The installed version of ``name`` as its module reports it, or None when
+    it is not installed; asked of a short-lived process so that this one stays
+    free of the libraries it times."""
+    code = f"import {name}; print({name}.__version__)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return run.stdout.strip() if run.returncode == 0 else None
 
 
 def import_optional(name: str):
@@ -512,11 +611,11 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_context(args: argparse.Namespace, pairs: int, load: float, libs: dict) -> list[str]:
+def machine_context(
+    args: argparse.Namespace, pairs: int, load: float, versions: dict[str, str]
+) -> list[str]:
     """Lines saying where, when and how the table was made."""
-    versions = ", ".join(
-        f"{lib} {module.__version__}" for lib, (module, _) in libs.items() if module is not None
-    )
+    installed = ", ".join(f"{lib} {version}" for lib, version in versions.items())
     mode = "quick" if args.quick else "full"
     return [
         f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",
@@ -524,7 +623,7 @@ def machine_context(args: argparse.Namespace, pairs: int, load: float, libs: dic
         f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
         f"Run: {args.threads} threads, {mode} ({pairs} rounds per workload of one sample per "
         f"library, interleaved), start load average {load:.1f}",
-        f"Libraries: {versions or 'no numpy/torch'}"
+        f"Libraries: {installed or 'no numpy/torch'}"
         + ("" if args.torch_adam == "default" else f"; PyTorch's Adam: {args.torch_adam}"),
     ]
 
@@ -539,6 +638,9 @@ def main() -> None:
             forwarded += ["--markdown", str(args.markdown)]
         rf_overhead.main(forwarded)
         return
+    if args.worker:  # its stdout answers LibraryServer: nothing else may go there
+        worker(args)
+        return
     load = os.getloadavg()[0]
     if load > 0.5:
         print(f"warning: load average {load:.1f}: other processes will distort the timings")
@@ -550,25 +652,19 @@ def main() -> None:
     device = ["--device", args.device] + ["--epochs"] * args.epochs
     name_filter = ["--filter", args.filter] if args.filter else []
     records = run_verjus(exe, [*device, *name_filter, "--list"])
-    torch = import_optional("torch")
-    if torch is not None:
-        torch.set_num_threads(args.threads)
-    adam = adam_options(args.torch_adam)
-    if args.device == "cuda":
-        libs = {"torch": (torch, functools.partial(torch_cuda_workload, adam=adam))}
-    else:
-        libs = {"numpy": (import_optional("numpy"), numpy_workload)}
-        libs["torch"] = (torch, functools.partial(torch_workload, adam=adam))
+    libs = ["torch"] if args.device == "cuda" else list(LIBRARIES)
+    versions = {lib: library_version(lib) for lib in libs}
+    libs = [lib for lib in libs if versions[lib] is not None]
     pairs = args.pairs if args.pairs is not None else 5 if args.quick else 30
     if pairs < 1:
         raise SystemExit("--pairs must be at least 1")
     for rec in records:
         if rec["op"] == "train_epoch":
-            measure_epoch(rec, exe, device, libs)
+            measure_epoch(rec, exe, device, args, libs)
         else:
-            measure_interleaved(rec, exe, device, libs, pairs, warmup)
+            measure_interleaved(rec, exe, device, args, libs, pairs, warmup)
 
-    context = machine_context(args, pairs, load, libs)
+    context = machine_context(args, pairs, load, {lib: versions[lib] for lib in libs})
     rows = table_rows(records)
     notes = spread_notes(records)
     print("\n" + "\n".join(context) + f"\n\n{text_table(rows)}\n" + "\n".join(notes))

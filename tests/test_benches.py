@@ -9,6 +9,7 @@ The timings themselves are not checked.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -29,3 +30,33 @@ def test_rf_overhead_quick_writes_the_whole_table(tmp_path: Path) -> None:
     table = md.read_text()
     for op in ["add", "add_permuted", "matmul", "reduce_sum", "softmax", "masked_mean"]:
         assert f"| {op} |" in table, table
+
+
+def test_library_worker_times_a_workload_in_its_own_process() -> None:
+    """``run.py --worker numpy`` is the process that times numpy's side of one
+    workload: it answers a GEMM record with ready and each sample with a time, and
+    a workload numpy has no version of with absent."""
+    script = ROOT / "benches" / "run.py"
+    gemm = {"name": "g", "op": "gemm", "m": 8, "n": 4, "k": 16, "trans_a": False, "trans_b": True}
+    lines = [json.dumps(gemm), "sample", "once"]
+    run = subprocess.run(
+        [sys.executable, str(script), "--worker", "numpy", "--warmup", "1"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    ready, sample, once = map(json.loads, run.stdout.splitlines())
+    assert ready == {"ready": True, "rec": {}}
+    assert sample["ms"] > 0
+    assert once["ms"] > 0
+    absent = subprocess.run(
+        [sys.executable, str(script), "--worker", "numpy"],
+        input=json.dumps({"name": "s", "op": "train_step", "net": "fashion_mlp.json"}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert absent.returncode == 0, absent.stderr
+    assert json.loads(absent.stdout) == {"absent": True, "rec": {}}
