@@ -259,3 +259,18 @@ def test_a_plot_that_cannot_be_drawn_does_not_stop_training(tmp_path, fashion_di
     assert result.returncode == 0, result.stderr
     assert "epoch 2/2" in result.stdout
     assert result.stderr.count("warning: no curves.png") == 1
+
+
+def test_predict_into_a_closed_pipe_stops_quietly(trained_run, fashion_dir):
+    """``verjus predict ... | head -1``: the reader leaves before the output is
+    written; the command stops as Unix tools do, without a traceback."""
+    out, _ = trained_run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verjus", "predict", str(NETS / "fashion_mlp.json"), str(out),
+         "--data", str(fashion_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, stderr
+    assert stderr == ""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -57,6 +58,7 @@ __all__ = ["main"]
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
 MANIFEST_FILE = "checkpoint.json"  # what makes a folder a run folder
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a reader gone early
 DATA_HELP = "fashion-mnist (the installed data set) or a folder of its IDX .gz files"
 
 
@@ -336,7 +338,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "train" and args.optimizer != "sgd" and (args.momentum or args.nesterov):
         parser.error("--momentum and --nesterov are SGD settings: they need --optimizer sgd")
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # so that a reader gone early shows here, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader left early (`verjus predict ... | head`): stop quietly, as
+        # Unix tools do. Whatever is still buffered goes to /dev/null, or the
+        # interpreter's last flush would fail again with a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (ValueError, TypeError, OSError, RuntimeError, NotImplementedError) as e:
         print(f"verjus: error: {e}", file=sys.stderr)
         return 1
