@@ -354,6 +354,43 @@ impl Trainer {
     }
 }
 
+/// The most steps a checkpoint may say a run took: the schedules compute with
+/// the step as an `f64`, exact up to 2^53; no run comes near it (at a
+/// microsecond per step, 285 years), so a larger count is a damaged file.
+const MAX_STEPS: u64 = 1 << 53;
+
+/// Refuses a step count no run can have reached (`what` names it in the error),
+/// read from `trainer.json` beside `path`.
+fn check_step_count(what: &str, steps: u64, path: &Path) -> Result<()> {
+    if steps > MAX_STEPS {
+        return Err(Error::file(
+            path.with_file_name(TRAINER_FILE),
+            format!("{what} is {steps}, more than any run takes (at most 2^53)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a solver buffer with a NaN or infinite value, or, where the rule
+/// keeps a mean of squares (`nonnegative`), a negative one: the next update
+/// would turn the parameter into NaN.
+fn check_slot_values(key: &str, t: &Tensor, nonnegative: bool, path: &Path) -> Result<()> {
+    let values = t.as_slice::<f32>()?;
+    let bad = values
+        .iter()
+        .position(|v| !v.is_finite() || (nonnegative && *v < 0.0));
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(Error::file(
+            path,
+            format!(
+                "tensor {key:?} holds {} at index {i}, which no solver step produces",
+                values[i]
+            ),
+        )),
+    }
+}
+
 /// The per-parameter solver state of a checkpoint, checked against the
 /// network (names, shapes) and the rule (slots), on `be`'s device.
 fn solver_state(
@@ -367,7 +404,9 @@ fn solver_state(
     let mut tensors: HashMap<String, Tensor> = tensors.into_iter().collect();
     let slots = solver.rule.slot_names();
     let mut restored = Vec::with_capacity(state.param_steps.len());
+    check_step_count("step", state.step, path)?;
     for (name, &steps) in &state.param_steps {
+        check_step_count(&format!("steps of {name:?}"), steps, path)?;
         let Some(param) = net.parameters().iter().find(|p| &p.name == name) else {
             return Err(Error::file(
                 path.with_file_name(TRAINER_FILE),
@@ -390,6 +429,12 @@ fn solver_state(
                     ),
                 ));
             }
+            check_slot_values(
+                &key,
+                &t,
+                solver.rule.nonnegative_slots().contains(slot),
+                path,
+            )?;
             buffers.push(if be.device() == Device::Cpu {
                 t
             } else {

@@ -51,6 +51,15 @@ impl UpdateRule {
         }
     }
 
+    /// The state buffers that can never hold a negative value (Adam's second
+    /// moment, a running mean of squares): a checkpoint's are checked on load.
+    pub(crate) fn nonnegative_slots(&self) -> &'static [&'static str] {
+        match self {
+            UpdateRule::Sgd(_) => &[],
+            UpdateRule::Adam(_) => &["v"],
+        }
+    }
+
     /// One fused step of one parameter.
     pub(crate) fn update(
         &self,

@@ -187,6 +187,75 @@ fn broken_checkpoints_are_errors_naming_the_file() {
     );
 }
 
+#[test]
+fn forged_solver_states_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = trainer(1);
+    run(&mut t, 0..2);
+    let resume_forged = |name: &str, file: &str, forge: &dyn Fn(&mut Vec<u8>)| {
+        let folder = dir.path().join(name);
+        t.save_checkpoint(&folder).unwrap();
+        let mut bytes = std::fs::read(folder.join(file)).unwrap();
+        forge(&mut bytes);
+        rewrite(&folder, file, &bytes);
+        Trainer::resume(&folder, backend())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    // Step counts past what a run reaches: the next step's count would overflow.
+    let err = resume_forged("a", TRAINER_FILE, &|b| {
+        replace_once(b, "\"step\": 2", "\"step\": 99999999999999999")
+    });
+    assert!(
+        err.contains("step is 99999999999999999") && err.contains(TRAINER_FILE),
+        "{err}"
+    );
+    let err = resume_forged("b", TRAINER_FILE, &|b| {
+        replace_once(b, "\"fc1.bias\": 2", "\"fc1.bias\": 18446744073709551615")
+    });
+    assert!(
+        err.contains("steps of \"fc1.bias\"") && err.contains("2^53"),
+        "{err}"
+    );
+    // Adam's second moment is a mean of squares: a negative one makes NaN.
+    let set_first = |key: &'static str, value: f32| {
+        move |b: &mut Vec<u8>| {
+            let at = tensor_offset(b, key);
+            b[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+    };
+    let err = resume_forged("c", SOLVER_FILE, &set_first("fc2.weight.v", -1.0));
+    assert!(
+        err.contains("\"fc2.weight.v\" holds -1 at index 0") && err.contains(SOLVER_FILE),
+        "{err}"
+    );
+    let err = resume_forged("d", SOLVER_FILE, &set_first("fc1.bias.m", f32::NAN));
+    assert!(err.contains("\"fc1.bias.m\" holds NaN"), "{err}");
+    // A negative first moment is an ordinary state.
+    let folder = dir.path().join("e");
+    t.save_checkpoint(&folder).unwrap();
+    let mut bytes = std::fs::read(folder.join(SOLVER_FILE)).unwrap();
+    set_first("fc2.weight.m", -1.0)(&mut bytes);
+    rewrite(&folder, SOLVER_FILE, &bytes);
+    Trainer::resume(&folder, backend()).unwrap();
+}
+
+/// Replaces the first `from` in the text `bytes` by `to`.
+fn replace_once(bytes: &mut Vec<u8>, from: &str, to: &str) {
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains(from), "{text}");
+    *bytes = text.replacen(from, to, 1).into_bytes();
+}
+
+/// Where the data of tensor `key` starts in safetensors `bytes`.
+fn tensor_offset(bytes: &[u8], key: &str) -> usize {
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let start = header[key]["data_offsets"][0].as_u64().unwrap() as usize;
+    8 + header_len + start
+}
+
 /// Replaces `file` and updates the manifest to match, as a careful forger would.
 pub fn rewrite(folder: &Path, file: &str, bytes: &[u8]) {
     std::fs::write(folder.join(file), bytes).unwrap();
