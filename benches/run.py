@@ -176,7 +176,32 @@ def sampler(f: Callable[[], object], warmup: int) -> Callable[[], float]:
     return take
 
 
-class VerjusServer:
+class LineServer:
+    """A process that holds one workload ready and answers each line written to
+    its stdin with one JSON line: the side of a workload that one library times."""
+
+    def __init__(self, cmd: list[str], what: str) -> None:
+        self.what = what
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            status = self.proc.wait()
+            raise SystemExit(f"{self.what} ended with exit status {status}")
+        return json.loads(line)
+
+    def _ask(self, line: str) -> dict:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+class VerjusServer(LineServer):
     """``verjus-bench --serve`` for one workload: ``ready`` is its first line
     (description, or ``error`` / ``skipped``); ``sample()`` takes one sample
     after ``REWARM_S`` of untimed calls."""
@@ -184,30 +209,17 @@ class VerjusServer:
     def __init__(self, exe: Path, args: list[str]) -> None:
         cmd = [str(exe), *args, "--serve"]
         print("==> " + " ".join(cmd), file=sys.stderr)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        super().__init__(cmd, "verjus-bench --serve")
         self.ready = self._read()
 
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            status = self.proc.wait()
-            raise SystemExit(f"verjus-bench --serve ended with exit status {status}")
-        return json.loads(line)
-
     def sample(self) -> float:
-        self.proc.stdin.write(f"{REWARM_S * 1e3}\n")
-        self.proc.stdin.flush()
-        reply = self._read()
+        reply = self._ask(f"{REWARM_S * 1e3}")
         if "error" in reply:
             raise SystemExit(f"verjus-bench failed while sampling: {reply['error']}")
         return reply["ms"]
 
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
 
-
-class LibraryServer:
+class LibraryServer(LineServer):
     """numpy's or PyTorch's side of one workload, in a fresh Python process
     (``run.py --worker LIB``, see :func:`worker`): ``ready`` says whether the
     library has the workload (``absent`` when it has not) and what it added to
@@ -218,28 +230,14 @@ class LibraryServer:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", lib]
         cmd += ["--threads", str(args.threads), "--device", args.device]
         cmd += ["--torch-adam", args.torch_adam, "--warmup", str(warmup)]
-        self.lib = lib
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        super().__init__(cmd, f"the {lib} worker")
         self.ready = self._ask(json.dumps(rec))
-
-    def _ask(self, line: str) -> dict:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        reply = self.proc.stdout.readline()
-        if not reply:
-            status = self.proc.wait()
-            raise SystemExit(f"the {self.lib} worker ended with exit status {status}")
-        return json.loads(reply)
 
     def sample(self) -> float:
         return self._ask("sample")["ms"]
 
     def once(self) -> float:
         return self._ask("once")["ms"]
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def worker(args: argparse.Namespace) -> None:
