@@ -58,6 +58,14 @@ def test_binary_ops_give_the_union_of_dims_in_order_of_appearance() -> None:
     np.testing.assert_allclose((x / 2).numpy(), xv / 2)
     np.testing.assert_allclose((1 / (x + 1)).numpy(), 1 / (xv + 1), rtol=1e-6)
     np.testing.assert_allclose((x**2).numpy(), xv**2)
+    i = rf.convert_to_tensor(np.array([1, 2, 3], np.int32), dims=[f])
+    np.testing.assert_array_equal((i**2).numpy(), [1, 4, 9])
+    np.testing.assert_array_equal((2**i).numpy(), [2, 4, 8])
+    with pytest.raises(ValueError, match="negative integer power -1"):
+        i**-1
+    with pytest.raises(ValueError, match="negative integer power -3"):
+        2 ** (i - 4)  # the exponents -3, -2, -1
+    np.testing.assert_allclose((rf.cast(i, "float32") ** -1).numpy(), [1, 0.5, 1 / 3], rtol=1e-6)
     np.testing.assert_array_equal((-x).numpy(), -xv)
     mask = x > 2.5
     assert mask.dtype == "bool"

@@ -7,9 +7,11 @@
 //!
 //! The backends compute in float32, so integer operands are computed as
 //! float32 (exact below 2^24) and the result is cast back; comparisons give
-//! `bool`; `/` always gives float32.
+//! `bool`; `/` always gives float32; an integer to a negative integer power is
+//! an error.
 
 use crate::align::{aligned, check_sizes, union};
+use crate::derive::host_i64;
 use crate::{fmt_dims, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::BinaryOp;
@@ -62,6 +64,9 @@ pub fn combine(
     }
     check_sizes(op.name(), a, b)?;
     let dtype = result_dtype(op, a.dtype(), b.dtype());
+    if op == BinaryOp::Pow && dtype.is_int() {
+        check_integer_exponents(b)?;
+    }
     let (va, vb) = (aligned(a, &out)?, aligned(b, &out)?);
     let var = float_var(va, a.dtype())?.binary(op, &float_var(vb, b.dtype())?)?;
     let var = from_float(var, dtype)?;
@@ -71,6 +76,22 @@ pub fn combine(
         b
     };
     Ok(finish(base, var, out, dtype))
+}
+
+/// An integer power stays an integer only for exponents from 0 up: `2 ** -1`
+/// is 0.5, which the integer result would truncate to 0 without a word. A
+/// negative exponent is an error instead, as in PyTorch.
+fn check_integer_exponents(exponents: &RfTensor) -> Result<()> {
+    match host_i64(exponents)?.into_iter().find(|&e| e < 0) {
+        None => Ok(()),
+        Some(e) => Err(Error::invalid(
+            "pow",
+            format!(
+                "an integer to the negative integer power {e} is not an integer; \
+                 cast to float32 first"
+            ),
+        )),
+    }
 }
 
 /// [`combine`] of float32 operands with the same dims in the same order (the
