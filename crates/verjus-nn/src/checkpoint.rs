@@ -19,7 +19,9 @@
 //! (serde_json caps nesting), sizes are checked before allocating, every file
 //! must match the manifest (a torn or corrupted checkpoint is an error, not a
 //! mixture), and the network, weights and solver state are all built and
-//! checked before anything is returned. Errors name the file. A folder
+//! checked before anything is returned, down to values no training produces
+//! (a NaN moment, a negative second moment, a step count past 2^53), since a
+//! file edited with its manifest passes the CRC checks. Errors name the file. A folder
 //! without a manifest (hand-made: a definition and weights) still loads as a
 //! network, with seed 0 and no integrity check.
 
