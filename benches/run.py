@@ -246,10 +246,10 @@ def worker(args: argparse.Namespace) -> None:
     module = import_optional(args.worker)
     rec = json.loads(sys.stdin.readline())
     known = set(rec)
-    if module is not None and args.worker == "torch":
-        module.set_num_threads(args.threads)
     make = numpy_workload
     if args.worker == "torch":
+        if module is not None:
+            module.set_num_threads(args.threads)
         make = functools.partial(
             torch_cuda_workload if args.device == "cuda" else torch_workload,
             adam=adam_options(args.torch_adam),
