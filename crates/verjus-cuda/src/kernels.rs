@@ -71,7 +71,15 @@ impl Module {
 
     /// The complete source NVRTC compiles.
     pub fn source(self) -> String {
-        format!("{COMMON}\n// ---- {}.cu ----\n{}", self.name(), self.body())
+        let generated = match self {
+            Module::Elementwise => crate::elementwise_source::device_functions(),
+            _ => String::new(),
+        };
+        format!(
+            "{COMMON}\n{generated}\n// ---- {}.cu ----\n{}",
+            self.name(),
+            self.body()
+        )
     }
 }
 

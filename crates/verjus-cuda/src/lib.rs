@@ -28,6 +28,7 @@ mod backend;
 mod blas;
 mod cudnn;
 mod device;
+mod elementwise_source;
 mod error;
 mod kernels;
 mod launch;

@@ -1,219 +1,61 @@
 //! Elementwise unary ops and broadcasting binary ops, with their gradients.
 //!
-//! The scalar definitions in verjus-core (`UnaryOp::apply`, `derivative`,
-//! `BinaryOp::apply`, `partials`) are used directly, so this backend cannot drift
-//! from the reference, except that exp, log, sigmoid, tanh and GELU use the
-//! vectorisable versions in [`crate::vmath`] (a few ulp from the same values,
-//! several times faster than the library's scalar calls), and unary loops are
-//! compiled for the CPU's vector width by [`simd`]. ReLU's backward has its own
-//! loop that reads `y` instead of `x` (see [`relu_backward`]).
-//!
-//! To keep the `match op` out of the inner loops, the `specialise_*` macros
-//! run a loop body once per op variant with the variant rebuilt as a constant
-//! inside the element closure; after inlining, each arm is a straight loop over
-//! one formula that the compiler can vectorise.
-//!
-//! Broadcasting is handled by [`Broadcast`]: it coalesces the output axes so
-//! that the innermost one is a *run* along which each operand is either
-//! contiguous or constant, then walks runs. Same-shape operands become a single
-//! run, a scalar operand a constant, `[N, C] + [C]` runs of `C`, and
-//! `[N, C, H, W] + [1, C, 1, 1]` runs of `H * W` against one value, so the
-//! common cases need no special code and no per-element index arithmetic.
+//! The formulas come from the op table in verjus-core
+//! (`verjus_core::ops::elementwise::table`): each loop here is a
+//! [`UnaryVisitor`] / [`BinaryVisitor`], which `op.specialise(...)` runs with the
+//! op's kernel type, so the loop is compiled once per op with that formula
+//! inlined (a straight loop the compiler vectorises, no `match` per element),
+//! and an op added to the table needs nothing here. Unary loops use the
+//! table's vectorisable `fast` formulas and are compiled for the CPU's vector
+//! width by [`simd`]. ReLU's backward has its own loop that reads `y` instead
+//! of `x` (see [`relu_backward`]). Broadcasting walks runs ([`Broadcast`]).
 
+use crate::broadcast::{zip_grad, zip_with, Broadcast};
 use crate::parallel::{for_rows, for_rows2};
 use crate::reduce;
-use crate::vmath::{self, simd};
-use std::ops::Range;
-use verjus_core::ops::{BinaryOp, BinaryPlan, ReduceOp, ReducePlan, UnaryOp};
-use verjus_core::{Result, Tensor, MAX_RANK};
-
-/// Runs `$body` with `$k` bound to a closure returning `$op`; `$k()` inside an
-/// element closure is a constant variant, so `apply`/`derivative` inline to
-/// one formula per arm.
-macro_rules! specialise_unary {
-    ($op:expr, $k:ident => $body:expr) => {
-        match $op {
-            UnaryOp::Neg => {
-                let $k = || UnaryOp::Neg;
-                $body
-            }
-            UnaryOp::Exp => {
-                let $k = || UnaryOp::Exp;
-                $body
-            }
-            UnaryOp::Log => {
-                let $k = || UnaryOp::Log;
-                $body
-            }
-            UnaryOp::Sqrt => {
-                let $k = || UnaryOp::Sqrt;
-                $body
-            }
-            UnaryOp::Rsqrt => {
-                let $k = || UnaryOp::Rsqrt;
-                $body
-            }
-            UnaryOp::Abs => {
-                let $k = || UnaryOp::Abs;
-                $body
-            }
-            UnaryOp::Square => {
-                let $k = || UnaryOp::Square;
-                $body
-            }
-            UnaryOp::Recip => {
-                let $k = || UnaryOp::Recip;
-                $body
-            }
-            UnaryOp::Relu => {
-                let $k = || UnaryOp::Relu;
-                $body
-            }
-            UnaryOp::Sigmoid => {
-                let $k = || UnaryOp::Sigmoid;
-                $body
-            }
-            UnaryOp::Tanh => {
-                let $k = || UnaryOp::Tanh;
-                $body
-            }
-            UnaryOp::Gelu => {
-                let $k = || UnaryOp::Gelu;
-                $body
-            }
-            UnaryOp::Scale(s) => {
-                let $k = move || UnaryOp::Scale(s);
-                $body
-            }
-            UnaryOp::AddScalar(s) => {
-                let $k = move || UnaryOp::AddScalar(s);
-                $body
-            }
-            UnaryOp::Powf(p) => {
-                let $k = move || UnaryOp::Powf(p);
-                $body
-            }
-        }
-    };
-}
-
-/// [`specialise_unary`] for binary ops.
-macro_rules! specialise_binary {
-    ($op:expr, $k:ident => $body:expr) => {
-        match $op {
-            BinaryOp::Add => {
-                let $k = || BinaryOp::Add;
-                $body
-            }
-            BinaryOp::Sub => {
-                let $k = || BinaryOp::Sub;
-                $body
-            }
-            BinaryOp::Mul => {
-                let $k = || BinaryOp::Mul;
-                $body
-            }
-            BinaryOp::Div => {
-                let $k = || BinaryOp::Div;
-                $body
-            }
-            BinaryOp::Max => {
-                let $k = || BinaryOp::Max;
-                $body
-            }
-            BinaryOp::Min => {
-                let $k = || BinaryOp::Min;
-                $body
-            }
-            BinaryOp::Pow => {
-                let $k = || BinaryOp::Pow;
-                $body
-            }
-            BinaryOp::Eq => {
-                let $k = || BinaryOp::Eq;
-                $body
-            }
-            BinaryOp::Ne => {
-                let $k = || BinaryOp::Ne;
-                $body
-            }
-            BinaryOp::Lt => {
-                let $k = || BinaryOp::Lt;
-                $body
-            }
-            BinaryOp::Le => {
-                let $k = || BinaryOp::Le;
-                $body
-            }
-            BinaryOp::Gt => {
-                let $k = || BinaryOp::Gt;
-                $body
-            }
-            BinaryOp::Ge => {
-                let $k = || BinaryOp::Ge;
-                $body
-            }
-        }
-    };
-}
-
-/// Relative cost of one element of a unary op, for the parallel threshold
-/// (a library `powf` costs about ten plain operations, the [`vmath`] functions
-/// a few).
-fn unary_cost(op: UnaryOp) -> usize {
-    match op {
-        UnaryOp::Powf(_) => 10,
-        UnaryOp::Gelu => 8,
-        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sigmoid | UnaryOp::Tanh => 4,
-        _ => 1,
-    }
-}
-
-/// Relative cost of one element of a binary op (see [`unary_cost`]).
-fn binary_cost(op: BinaryOp) -> usize {
-    if op == BinaryOp::Pow {
-        10
-    } else {
-        1
-    }
-}
-
-/// `op.apply(x)`, with the vectorisable transcendental functions.
-#[inline(always)]
-fn apply(op: UnaryOp, x: f32) -> f32 {
-    match op {
-        UnaryOp::Exp => vmath::exp(x),
-        UnaryOp::Log => vmath::ln(x),
-        UnaryOp::Sigmoid => vmath::sigmoid(x),
-        UnaryOp::Tanh => vmath::tanh(x),
-        UnaryOp::Gelu => vmath::gelu(x),
-        other => other.apply(x),
-    }
-}
-
-/// `op.derivative(x, y)`, with the vectorisable GELU derivative.
-#[inline(always)]
-fn derivative(op: UnaryOp, x: f32, y: f32) -> f32 {
-    match op {
-        UnaryOp::Gelu => vmath::gelu_derivative(x),
-        other => other.derivative(x, y),
-    }
-}
+use crate::simd::simd;
+use verjus_core::ops::{
+    BinaryKernel, BinaryOp, BinaryPlan, BinaryVisitor, ReduceOp, ReducePlan, UnaryKernel, UnaryOp,
+    UnaryVisitor,
+};
+use verjus_core::{Result, Tensor};
 
 /// `y = op(x)`.
 pub(crate) fn unary(op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let x = x.as_slice::<f32>()?;
     let y = y.as_mut_slice::<f32>()?;
-    let cost = unary_cost(op);
-    specialise_unary!(op, k => for_rows(y, 1, cost, |start, out| {
-        let x = &x[start..start + out.len()];
-        simd(#[inline(always)] || {
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = apply(k(), v);
-            }
-        });
-    }));
+    op.specialise(UnaryLoop {
+        x,
+        y,
+        cost: op.cost(),
+    });
     Ok(())
+}
+
+/// The forward loop of a unary op.
+struct UnaryLoop<'a> {
+    x: &'a [f32],
+    y: &'a mut [f32],
+    cost: usize,
+}
+
+impl UnaryVisitor for UnaryLoop<'_> {
+    type Output = ();
+
+    fn visit<K: UnaryKernel>(self, k: K) {
+        let x = self.x;
+        for_rows(self.y, 1, self.cost, |start, out| {
+            let x = &x[start..start + out.len()];
+            simd(
+                #[inline(always)]
+                || {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = k.apply_fast(v);
+                    }
+                },
+            );
+        });
+    }
 }
 
 /// `dx = dy * op'(x, y)`.
@@ -234,17 +76,43 @@ pub(crate) fn unary_backward(
         relu_backward(y, dy, dx);
         return Ok(());
     }
-    let cost = unary_cost(op);
-    specialise_unary!(op, k => for_rows(dx, 1, cost, |start, out| {
-        let r = start..start + out.len();
-        let inputs = x[r.clone()].iter().zip(&y[r.clone()]).zip(&dy[r]);
-        simd(#[inline(always)] || {
-            for (o, ((&xv, &yv), &g)) in out.iter_mut().zip(inputs) {
-                *o = g * derivative(k(), xv, yv);
-            }
-        });
-    }));
+    op.specialise(UnaryGradLoop {
+        x,
+        y,
+        dy,
+        dx,
+        cost: op.cost(),
+    });
     Ok(())
+}
+
+/// The backward loop of a unary op.
+struct UnaryGradLoop<'a> {
+    x: &'a [f32],
+    y: &'a [f32],
+    dy: &'a [f32],
+    dx: &'a mut [f32],
+    cost: usize,
+}
+
+impl UnaryVisitor for UnaryGradLoop<'_> {
+    type Output = ();
+
+    fn visit<K: UnaryKernel>(self, k: K) {
+        let (x, y, dy) = (self.x, self.y, self.dy);
+        for_rows(self.dx, 1, self.cost, |start, out| {
+            let r = start..start + out.len();
+            let inputs = x[r.clone()].iter().zip(&y[r.clone()]).zip(&dy[r]);
+            simd(
+                #[inline(always)]
+                || {
+                    for (o, ((&xv, &yv), &g)) in out.iter_mut().zip(inputs) {
+                        *o = g * k.derivative_fast(xv, yv);
+                    }
+                },
+            );
+        });
+    }
 }
 
 /// `dx = dy * relu'(x)` read from `y` alone: `y > 0` exactly where `x > 0`
@@ -265,239 +133,43 @@ fn relu_backward(y: &[f32], dy: &[f32], dx: &mut [f32]) {
     });
 }
 
-/// The output axes of a broadcast, coalesced into runs (see the module docs).
-#[derive(Clone, Debug)]
-pub(crate) struct Broadcast {
-    /// Elements per run (the innermost coalesced axis; 1 for a one-element output).
-    inner: usize,
-    /// Whether `a` / `b` advance along a run (otherwise they are constant on it).
-    a_vec: bool,
-    b_vec: bool,
-    /// The outer axes, innermost first: sizes and each operand's strides.
-    outer: usize,
-    dims: [usize; MAX_RANK],
-    a: [usize; MAX_RANK],
-    b: [usize; MAX_RANK],
-}
-
-impl Broadcast {
-    /// The runs of an output of dimensions `out` read through the element
-    /// strides `a` and `b` (zero on broadcast axes, contiguous otherwise, as
-    /// `BinaryPlan` gives them).
-    pub(crate) fn new(out: &[usize], a: &[usize], b: &[usize]) -> Self {
-        let mut bc = Broadcast {
-            inner: 1,
-            a_vec: false,
-            b_vec: false,
-            outer: 0,
-            dims: [0; MAX_RANK],
-            a: [0; MAX_RANK],
-            b: [0; MAX_RANK],
-        };
-        // Coalesce innermost first into `dims/a/b[0..n]`, then split off the run.
-        let mut n = 0;
-        for i in (0..out.len()).rev() {
-            if out[i] == 1 {
-                continue;
-            }
-            let merges = n > 0
-                && a[i] == bc.a[n - 1] * bc.dims[n - 1]
-                && b[i] == bc.b[n - 1] * bc.dims[n - 1];
-            if merges {
-                bc.dims[n - 1] *= out[i];
-            } else {
-                (bc.dims[n], bc.a[n], bc.b[n]) = (out[i], a[i], b[i]);
-                n += 1;
-            }
-        }
-        if n > 0 {
-            // The innermost stride of a contiguous operand is 1 by construction.
-            debug_assert!(bc.a[0] <= 1 && bc.b[0] <= 1);
-            (bc.inner, bc.a_vec, bc.b_vec) = (bc.dims[0], bc.a[0] != 0, bc.b[0] != 0);
-            bc.dims.copy_within(1..n, 0);
-            bc.a.copy_within(1..n, 0);
-            bc.b.copy_within(1..n, 0);
-            bc.outer = n - 1;
-        }
-        bc
-    }
-
-    /// `a` restricted to the run of `len` elements starting at offset `off`.
-    fn a_run<'s>(&self, a: &'s [f32], off: usize, len: usize) -> Operand<'s> {
-        Operand::new(a, off, len, self.a_vec)
-    }
-
-    /// `b` restricted to the run of `len` elements starting at offset `off`.
-    pub(crate) fn b_run<'s>(&self, b: &'s [f32], off: usize, len: usize) -> Operand<'s> {
-        Operand::new(b, off, len, self.b_vec)
-    }
-
-    /// [`Broadcast::segments`] with the operands `a` and `b` cut to each run:
-    /// `f(out_range, a_run, b_run)`.
-    pub(crate) fn runs<'s>(
-        &self,
-        a: &'s [f32],
-        b: &'s [f32],
-        start: usize,
-        end: usize,
-        mut f: impl FnMut(Range<usize>, Operand<'s>, Operand<'s>),
-    ) {
-        self.segments(start, end, |r, ao, bo| {
-            let len = r.len();
-            f(r, self.a_run(a, ao, len), self.b_run(b, bo, len));
-        });
-    }
-
-    /// Calls `f(out_range, a_offset, b_offset)` for every run, or part of a run,
-    /// of output elements in `start..end`, in order.
-    pub(crate) fn segments(
-        &self,
-        start: usize,
-        end: usize,
-        mut f: impl FnMut(Range<usize>, usize, usize),
-    ) {
-        if start >= end {
-            return;
-        }
-        let (mut row, mut col) = (start / self.inner, start % self.inner);
-        let mut idx = [0usize; MAX_RANK];
-        let (mut ao, mut bo) = (0, 0);
-        let axes = || self.dims.iter().zip(&self.a).zip(&self.b).take(self.outer);
-        for (i, ((&d, &sa), &sb)) in idx.iter_mut().zip(axes()) {
-            *i = row % d;
-            row /= d;
-            ao += *i * sa;
-            bo += *i * sb;
-        }
-        let mut pos = start;
-        loop {
-            let len = (self.inner - col).min(end - pos);
-            let (a_col, b_col) = (col * usize::from(self.a_vec), col * usize::from(self.b_vec));
-            f(pos..pos + len, ao + a_col, bo + b_col);
-            pos += len;
-            if pos >= end {
-                return;
-            }
-            col = 0;
-            // Advance the outer index like an odometer.
-            for (i, ((&d, &sa), &sb)) in idx.iter_mut().zip(axes()) {
-                *i += 1;
-                ao += sa;
-                bo += sb;
-                if *i < d {
-                    break;
-                }
-                *i = 0;
-                ao -= sa * d;
-                bo -= sb * d;
-            }
-        }
-    }
-}
-
-/// An operand along one run: its elements, or one value repeated.
-#[derive(Clone, Copy)]
-pub(crate) enum Operand<'a> {
-    Run(&'a [f32]),
-    Const(f32),
-}
-
-impl<'a> Operand<'a> {
-    /// Element `i` of the run.
-    #[inline(always)]
-    pub(crate) fn get(&self, i: usize) -> f32 {
-        match self {
-            Operand::Run(s) => s[i],
-            Operand::Const(c) => *c,
-        }
-    }
-
-    /// The elements `range` of the run.
-    pub(crate) fn sub(&self, range: Range<usize>) -> Self {
-        match self {
-            Operand::Run(s) => Operand::Run(&s[range]),
-            Operand::Const(c) => Operand::Const(*c),
-        }
-    }
-
-    fn new(data: &'a [f32], off: usize, len: usize, advances: bool) -> Self {
-        if advances {
-            Operand::Run(&data[off..off + len])
-        } else {
-            Operand::Const(data[off])
-        }
-    }
-}
-
-/// `out[i] = f(a[i], b[i])` over one run, with the constant cases split out so
-/// each loop vectorises.
-#[inline(always)]
-fn zip_with(out: &mut [f32], a: Operand<'_>, b: Operand<'_>, f: impl Fn(f32, f32) -> f32) {
-    match (a, b) {
-        (Operand::Run(a), Operand::Run(b)) => {
-            for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-                *o = f(x, y);
-            }
-        }
-        (Operand::Run(a), Operand::Const(y)) => {
-            for (o, &x) in out.iter_mut().zip(a) {
-                *o = f(x, y);
-            }
-        }
-        (Operand::Const(x), Operand::Run(b)) => {
-            for (o, &y) in out.iter_mut().zip(b) {
-                *o = f(x, y);
-            }
-        }
-        (Operand::Const(x), Operand::Const(y)) => out.fill(f(x, y)),
-    }
-}
-
-/// `out[i] = g[i] * f(a[i], b[i])` over one run (a gradient times a partial).
-#[inline(always)]
-pub(crate) fn zip_grad(
-    out: &mut [f32],
-    g: &[f32],
-    a: Operand<'_>,
-    b: Operand<'_>,
-    f: impl Fn(f32, f32) -> f32,
-) {
-    match (a, b) {
-        (Operand::Run(a), Operand::Run(b)) => {
-            for (((o, &d), &x), &y) in out.iter_mut().zip(g).zip(a).zip(b) {
-                *o = d * f(x, y);
-            }
-        }
-        (Operand::Run(a), Operand::Const(y)) => {
-            for ((o, &d), &x) in out.iter_mut().zip(g).zip(a) {
-                *o = d * f(x, y);
-            }
-        }
-        (Operand::Const(x), Operand::Run(b)) => {
-            for ((o, &d), &y) in out.iter_mut().zip(g).zip(b) {
-                *o = d * f(x, y);
-            }
-        }
-        (Operand::Const(x), Operand::Const(y)) => {
-            let p = f(x, y);
-            for (o, &d) in out.iter_mut().zip(g) {
-                *o = d * p;
-            }
-        }
-    }
-}
-
 /// `c = a op b` with broadcasting.
 pub(crate) fn binary(plan: &BinaryPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
     let (a, b) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
     let c = c.as_mut_slice::<f32>()?;
     let bc = Broadcast::new(plan.out.dims(), &plan.a_strides, &plan.b_strides);
-    specialise_binary!(plan.op, k => for_rows(c, 1, binary_cost(plan.op), |start, out| {
-        bc.runs(a, b, start, start + out.len(), |r, ra, rb| {
-            zip_with(&mut out[r.start - start..r.end - start], ra, rb, |x, y| k().apply(x, y));
-        });
-    }));
+    plan.op.specialise(BinaryLoop {
+        bc: &bc,
+        a,
+        b,
+        c,
+        cost: plan.op.cost(),
+    });
     Ok(())
+}
+
+/// The forward loop of a binary op.
+struct BinaryLoop<'a> {
+    bc: &'a Broadcast,
+    a: &'a [f32],
+    b: &'a [f32],
+    c: &'a mut [f32],
+    cost: usize,
+}
+
+impl BinaryVisitor for BinaryLoop<'_> {
+    type Output = ();
+
+    fn visit<K: BinaryKernel>(self, k: K) {
+        let (bc, a, b) = (self.bc, self.a, self.b);
+        for_rows(self.c, 1, self.cost, |start, out| {
+            bc.runs(a, b, start, start + out.len(), |r, ra, rb| {
+                zip_with(&mut out[r.start - start..r.end - start], ra, rb, |x, y| {
+                    k.apply(x, y)
+                });
+            });
+        });
+    }
 }
 
 /// Gradients of `c = a op b`: `da`, `db` = `dy` times the partial, summed over
@@ -516,36 +188,58 @@ pub(crate) fn binary_backward(
         dy.as_slice::<f32>()?,
     );
     let bc = Broadcast::new(plan.out.dims(), &plan.a_strides, &plan.b_strides);
-    let numel = plan.out.numel();
-    let (a_full, b_full) = (plan.a.numel() == numel, plan.b.numel() == numel);
-    let cost = binary_cost(plan.op);
-    specialise_binary!(plan.op, k => {
-        let pa = move |x, y| k().partials(x, y).0;
-        let pb = move |x, y| k().partials(x, y).1;
-        match (da, db) {
+    let ctx = GradCtx {
+        plan,
+        bc: &bc,
+        a,
+        b,
+        dy,
+        cost: plan.op.cost(),
+    };
+    plan.op.specialise(BinaryGradLoop { ctx, da, db })
+}
+
+/// The backward loop of a binary op: both gradients in one pass when neither
+/// operand was broadcast, otherwise each on its own.
+struct BinaryGradLoop<'a, 't> {
+    ctx: GradCtx<'a>,
+    da: Option<&'t mut Tensor>,
+    db: Option<&'t mut Tensor>,
+}
+
+impl BinaryVisitor for BinaryGradLoop<'_, '_> {
+    type Output = Result<()>;
+
+    fn visit<K: BinaryKernel>(self, k: K) -> Result<()> {
+        let ctx = &self.ctx;
+        let numel = ctx.plan.out.numel();
+        let (a_full, b_full) = (ctx.plan.a.numel() == numel, ctx.plan.b.numel() == numel);
+        match (self.da, self.db) {
             (Some(da), Some(db)) if a_full && b_full => {
+                let (a, b, dy) = (ctx.a, ctx.b, ctx.dy);
                 let (da, db) = (da.as_mut_slice::<f32>()?, db.as_mut_slice::<f32>()?);
-                for_rows2(da, 1, db, 1, cost, |start, ra, rb| {
+                for_rows2(da, 1, db, 1, ctx.cost, |start, ra, rb| {
                     let r = start..start + ra.len();
                     let inputs = dy[r.clone()].iter().zip(&a[r.clone()]).zip(&b[r]);
                     for ((oa, ob), ((&g, &x), &y)) in ra.iter_mut().zip(rb).zip(inputs) {
-                        let (p, q) = k().partials(x, y);
+                        let (p, q) = k.partials(x, y);
                         (*oa, *ob) = (g * p, g * q);
                     }
                 });
             }
             (da, db) => {
-                let ctx = GradCtx { plan, bc: &bc, a, b, dy, cost };
                 if let Some(da) = da {
-                    ctx.operand_grad(&plan.a_strides, a_full, da, pa)?;
+                    let pa = move |x, y| k.partials(x, y).0;
+                    ctx.operand_grad(&ctx.plan.a_strides, a_full, da, pa)?;
                 }
                 if let Some(db) = db {
-                    ctx.operand_grad(&plan.b_strides, b_full, db, pb)?;
+                    let pb = move |x, y| k.partials(x, y).1;
+                    ctx.operand_grad(&ctx.plan.b_strides, b_full, db, pb)?;
                 }
             }
         }
-    });
-    Ok(())
+        Ok(())
+    }
 }
 
 /// The inputs of a binary backward, shared by the two operands' gradients.

@@ -7,6 +7,7 @@
 //! implementation in `backend.rs` only dispatches to them.
 
 mod backend;
+mod broadcast;
 mod concat;
 mod conv;
 mod dropout;
@@ -21,9 +22,9 @@ mod permute;
 mod pool;
 mod reduce;
 mod select;
+mod simd;
 mod softmax;
 mod transpose;
-mod vmath;
 
 pub use backend::NativeBackend;
 

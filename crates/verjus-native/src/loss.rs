@@ -10,7 +10,8 @@
 
 use crate::parallel::{for_rows, for_rows2};
 use crate::reduce::{max_run, sum_run};
-use crate::vmath::{exp, simd};
+use crate::simd::simd;
+use verjus_core::math::fast::exp;
 use verjus_core::ops::CrossEntropyPlan;
 use verjus_core::{DType, Error, Result, Tensor};
 

@@ -7,7 +7,7 @@
 //! has them (Adam's square root and division are the costly part; the baseline
 //! build would do them four lanes at a time).
 
-use crate::vmath::simd;
+use crate::simd::simd;
 use rayon::prelude::*;
 use verjus_core::ops::{AdamHyper, SgdHyper};
 use verjus_core::{Result, Tensor};

@@ -19,7 +19,7 @@
 //! walk also sums a binary op's gradient `dy * partial(a, b)` over broadcast
 //! axes without materialising it ([`GradSum`]).
 
-use crate::elementwise::{zip_grad, Broadcast, Operand};
+use crate::broadcast::{zip_grad, Broadcast, Operand};
 use crate::parallel::{for_rows, SEQUENTIAL_WORK};
 use rayon::prelude::*;
 use verjus_core::ops::{AxisPlan, BinaryOp, BinaryPlan, ReduceOp, ReducePlan};

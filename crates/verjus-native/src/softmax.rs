@@ -11,7 +11,8 @@
 
 use crate::parallel::for_rows;
 use crate::reduce::{max_run, sum_run};
-use crate::vmath::{exp, simd};
+use crate::simd::simd;
+use verjus_core::math::fast::exp;
 use verjus_core::ops::AxisPlan;
 use verjus_core::{Result, Tensor};
 

@@ -6,46 +6,20 @@ use crate::compare::{close, every_case, Tolerance};
 use crate::inputs::{away_from_zero, quantized, uniform};
 use crate::reference::elementwise as reference;
 use crate::transfer::{get, put, zeros, Context};
-use verjus_core::ops::{self, BinaryOp, UnaryOp};
+use std::sync::LazyLock;
+use verjus_core::ops::{self, BinaryDomain, BinaryOp, UnaryDomain, UnaryOp};
 use verjus_core::{Backend, DType};
 
-/// Every unary op, with parameters for the parametrised ones.
-pub(crate) const UNARY_OPS: [UnaryOp; 17] = [
-    UnaryOp::Neg,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Abs,
-    UnaryOp::Square,
-    UnaryOp::Recip,
-    UnaryOp::Relu,
-    UnaryOp::Sigmoid,
-    UnaryOp::Tanh,
-    UnaryOp::Gelu,
-    UnaryOp::Scale(-2.5),
-    UnaryOp::AddScalar(0.75),
-    UnaryOp::Powf(3.0),
-    UnaryOp::Powf(0.5),
-    UnaryOp::Powf(-1.5),
-];
+/// Every unary op of the table (with the table's example scalar), and more
+/// exponents for `powf`: a fractional and a negative one.
+pub(crate) static UNARY_OPS: LazyLock<Vec<UnaryOp>> = LazyLock::new(|| {
+    let mut ops = UnaryOp::EXAMPLES.to_vec();
+    ops.extend([UnaryOp::Powf(0.5), UnaryOp::Powf(-1.5)]);
+    ops
+});
 
-/// Every binary op.
-pub(crate) const BINARY_OPS: [BinaryOp; 13] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Max,
-    BinaryOp::Min,
-    BinaryOp::Pow,
-    BinaryOp::Eq,
-    BinaryOp::Ne,
-    BinaryOp::Lt,
-    BinaryOp::Le,
-    BinaryOp::Gt,
-    BinaryOp::Ge,
-];
+/// Every binary op of the table.
+pub(crate) const BINARY_OPS: &[BinaryOp] = BinaryOp::EXAMPLES;
 
 const UNARY_SHAPES: [&[usize]; 11] = [
     &[],
@@ -80,15 +54,15 @@ const BINARY_SHAPES: [(&[usize], &[usize]); 11] = [
 /// and says nothing about a kernel; zeros are included where the op is defined
 /// there (relu and abs have a convention at 0).
 pub(crate) fn unary_input(op: UnaryOp, seed: u64, dims: &[usize]) -> Array {
-    let positive = match op {
-        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => true,
-        // A fractional power of a negative base is NaN.
-        UnaryOp::Powf(p) => p.fract() != 0.0 || p < 0.0,
-        _ => false,
+    let positive = match op.domain() {
+        UnaryDomain::Positive => true,
+        // A fractional or negative power of a negative base is NaN or inf.
+        UnaryDomain::PowerBase => op.scalar().fract() != 0.0 || op.scalar() < 0.0,
+        UnaryDomain::Real | UnaryDomain::Kink | UnaryDomain::NonZero => false,
     };
     if positive {
         uniform(seed, dims, 0.1, 4.0)
-    } else if op == UnaryOp::Recip {
+    } else if op.domain() == UnaryDomain::NonZero {
         away_from_zero(seed, dims, 0.1, 4.0)
     } else {
         let mut x = uniform(seed, dims, -4.0, 4.0);
@@ -100,16 +74,16 @@ pub(crate) fn unary_input(op: UnaryOp, seed: u64, dims: &[usize]) -> Array {
 /// Operands in the op's domain: ties for comparisons, max and min; a positive
 /// base for pow; a divisor away from zero for div.
 pub(crate) fn binary_inputs(op: BinaryOp, seed: u64, a: &[usize], b: &[usize]) -> (Array, Array) {
-    match op {
-        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => {
-            (uniform(seed, a, -2.0, 2.0), uniform(seed + 1, b, -2.0, 2.0))
-        }
-        BinaryOp::Div => (
+    match op.domain() {
+        BinaryDomain::Real => (uniform(seed, a, -2.0, 2.0), uniform(seed + 1, b, -2.0, 2.0)),
+        BinaryDomain::Divisor => (
             uniform(seed, a, -2.0, 2.0),
             away_from_zero(seed + 1, b, 0.25, 2.0),
         ),
-        BinaryOp::Pow => (uniform(seed, a, 0.1, 3.0), uniform(seed + 1, b, -2.0, 2.0)),
-        _ => (quantized(seed, a, 4, 0.5), quantized(seed + 1, b, 4, 0.5)),
+        BinaryDomain::PositiveBase => (uniform(seed, a, 0.1, 3.0), uniform(seed + 1, b, -2.0, 2.0)),
+        BinaryDomain::Ties | BinaryDomain::Comparison => {
+            (quantized(seed, a, 4, 0.5), quantized(seed + 1, b, 4, 0.5))
+        }
     }
 }
 
@@ -268,4 +242,25 @@ pub fn binary_backward(be: &dyn Backend) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BINARY_OPS, UNARY_OPS};
+    use std::collections::BTreeSet;
+    use verjus_core::ops::{BinaryOp, UnaryOp};
+
+    /// Every op of the core's table is among the ops the checks (and the
+    /// gradient checks, which use the same lists) run on every backend.
+    #[test]
+    fn every_op_of_the_table_is_checked() {
+        let checked: BTreeSet<i32> = UNARY_OPS.iter().map(|op| op.code()).collect();
+        for op in UnaryOp::EXAMPLES {
+            assert!(checked.contains(&op.code()), "{op:?} is not checked");
+        }
+        let checked: BTreeSet<i32> = BINARY_OPS.iter().map(|op| op.code()).collect();
+        for op in BinaryOp::EXAMPLES {
+            assert!(checked.contains(&op.code()), "{op:?} is not checked");
+        }
+    }
 }

@@ -7,25 +7,23 @@ use crate::checks::{BINARY_OPS, UNARY_OPS};
 use crate::compare::every_case;
 use crate::inputs::{away_from_zero, uniform};
 use crate::transfer::{put, zeros, Context};
-use verjus_core::ops::{self, BinaryOp, UnaryOp};
+use verjus_core::ops::{self, BinaryDomain, BinaryOp, UnaryDomain, UnaryOp};
 use verjus_core::{Backend, DType, Tensor};
 
 /// Inputs in the op's domain and at least 0.1 away from the kink of relu and abs.
 fn unary_input(op: UnaryOp, dims: &[usize]) -> Array {
-    match op {
-        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt | UnaryOp::Powf(_) => {
-            uniform(1, dims, 0.5, 2.0)
-        }
-        UnaryOp::Recip => away_from_zero(1, dims, 0.5, 2.0),
-        UnaryOp::Relu | UnaryOp::Abs => away_from_zero(1, dims, 0.1, 2.0),
-        _ => uniform(1, dims, -2.0, 2.0),
+    match op.domain() {
+        UnaryDomain::Positive | UnaryDomain::PowerBase => uniform(1, dims, 0.5, 2.0),
+        UnaryDomain::NonZero => away_from_zero(1, dims, 0.5, 2.0),
+        UnaryDomain::Kink => away_from_zero(1, dims, 0.1, 2.0),
+        UnaryDomain::Real => uniform(1, dims, -2.0, 2.0),
     }
 }
 
 /// `unary_backward` against differences of `unary`, for every unary op.
 pub fn unary(be: &dyn Backend) -> Result<(), String> {
     let dims = [2, 3];
-    every_case(UNARY_OPS, |op| {
+    every_case(UNARY_OPS.iter().copied(), |op| {
         let what = format!("gradcheck {} ({op:?}) {dims:?}", op.name());
         let x = unary_input(op, &dims);
         let r = uniform(2, &dims, -1.0, 1.0);
@@ -47,11 +45,13 @@ pub fn unary(be: &dyn Backend) -> Result<(), String> {
 
 /// Operands in the op's domain; for max and min every pair differs by at least 0.5.
 fn binary_inputs(op: BinaryOp, a: &[usize], b: &[usize]) -> (Array, Array) {
-    match op {
-        BinaryOp::Div => (uniform(3, a, -2.0, 2.0), away_from_zero(4, b, 0.5, 2.0)),
-        BinaryOp::Pow => (uniform(3, a, 0.5, 2.0), uniform(4, b, -1.5, 1.5)),
-        BinaryOp::Max | BinaryOp::Min => (away_from_zero(3, a, 1.0, 2.0), uniform(4, b, -0.5, 0.5)),
-        _ => (uniform(3, a, -2.0, 2.0), uniform(4, b, -2.0, 2.0)),
+    match op.domain() {
+        BinaryDomain::Divisor => (uniform(3, a, -2.0, 2.0), away_from_zero(4, b, 0.5, 2.0)),
+        BinaryDomain::PositiveBase => (uniform(3, a, 0.5, 2.0), uniform(4, b, -1.5, 1.5)),
+        BinaryDomain::Ties => (away_from_zero(3, a, 1.0, 2.0), uniform(4, b, -0.5, 0.5)),
+        BinaryDomain::Real | BinaryDomain::Comparison => {
+            (uniform(3, a, -2.0, 2.0), uniform(4, b, -2.0, 2.0))
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Unary and broadcasting binary ops, select, and their gradients.
 //!
-//! Op codes are the positions in `verjus_core::ops::{UnaryOp, BinaryOp}`, which
-//! the kernels' `switch` statements in `kernels/elementwise.cu` follow. A
+//! Kernels receive an op's code (`UnaryOp::code`, its position in the op
+//! table) and scalar; the `switch` they run on it is written from the same
+//! table (`elementwise_source.rs`). A
 //! binary gradient is computed at every output position first, then summed
 //! over the axes along which its operand was broadcast (a reduction launch),
 //! unless the operand has the output's shape.
@@ -11,57 +12,14 @@ use crate::device::arg;
 use crate::kernels::Module;
 use crate::layout::Strided3;
 use crate::storage::{ptr, ptr_mut};
-use verjus_core::ops::{BinaryOp, BinaryPlan, SelectPlan, UnaryOp};
+use verjus_core::ops::{BinaryPlan, SelectPlan, UnaryOp};
 use verjus_core::{Result, Tensor};
-
-/// The kernel code of `UnaryOp::Scale`.
-pub(crate) const SCALE: i32 = 12;
-
-/// The kernel code and scalar of a unary op.
-pub(crate) fn unary_code(op: UnaryOp) -> (i32, f32) {
-    match op {
-        UnaryOp::Neg => (0, 0.0),
-        UnaryOp::Exp => (1, 0.0),
-        UnaryOp::Log => (2, 0.0),
-        UnaryOp::Sqrt => (3, 0.0),
-        UnaryOp::Rsqrt => (4, 0.0),
-        UnaryOp::Abs => (5, 0.0),
-        UnaryOp::Square => (6, 0.0),
-        UnaryOp::Recip => (7, 0.0),
-        UnaryOp::Relu => (8, 0.0),
-        UnaryOp::Sigmoid => (9, 0.0),
-        UnaryOp::Tanh => (10, 0.0),
-        UnaryOp::Gelu => (11, 0.0),
-        UnaryOp::Scale(s) => (SCALE, s),
-        UnaryOp::AddScalar(s) => (13, s),
-        UnaryOp::Powf(p) => (14, p),
-    }
-}
-
-/// The kernel code of a binary op.
-pub(crate) fn binary_code(op: BinaryOp) -> i32 {
-    match op {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-        BinaryOp::Max => 4,
-        BinaryOp::Min => 5,
-        BinaryOp::Pow => 6,
-        BinaryOp::Eq => 7,
-        BinaryOp::Ne => 8,
-        BinaryOp::Lt => 9,
-        BinaryOp::Le => 10,
-        BinaryOp::Gt => 11,
-        BinaryOp::Ge => 12,
-    }
-}
 
 pub(crate) fn unary(be: &CudaBackend, op: UnaryOp, x: &Tensor, y: &mut Tensor) -> Result<()> {
     let name = op.name();
     be.enter(name)?;
     let n = x.numel();
-    let (code, s) = unary_code(op);
+    let (code, s) = (op.code(), op.scalar());
     let (xp, yp, count) = (ptr(name, x)?, ptr_mut(name, y)?, n as i64);
     be.launch_n(
         name,
@@ -83,7 +41,7 @@ pub(crate) fn unary_backward(
     let name = "unary_backward";
     be.enter(name)?;
     let n = x.numel();
-    let (code, s) = unary_code(op);
+    let (code, s) = (op.code(), op.scalar());
     let (xp, yp, dyp, dxp) = (
         ptr(name, x)?,
         ptr(name, y)?,
@@ -121,7 +79,7 @@ pub(crate) fn binary(
     let same = i32::from(plan.a == plan.out && plan.b == plan.out);
     let layout = Strided3::new(plan.out.dims(), &[&plan.a_strides, &plan.b_strides]);
     let (ap, bp, cp) = (ptr(name, a)?, ptr(name, b)?, ptr_mut(name, c)?);
-    let (count, code) = (n as i64, binary_code(plan.op));
+    let (count, code) = (n as i64, plan.op.code());
     be.launch_n(
         name,
         Module::Elementwise,
@@ -172,7 +130,7 @@ pub(crate) fn binary_backward(
     }
     let layout = Strided3::new(plan.out.dims(), &[&plan.a_strides, &plan.b_strides]);
     let (ap, bp, dyp) = (ptr(name, a)?, ptr(name, b)?, ptr(name, dy)?);
-    let (count, code) = (n as i64, binary_code(plan.op));
+    let (count, code) = (n as i64, plan.op.code());
     be.launch_n(
         name,
         Module::Elementwise,

@@ -4,7 +4,7 @@ use crate::backend::CudaBackend;
 use crate::device::arg;
 use crate::kernels::Module;
 use crate::storage::{ptr, ptr_mut};
-use verjus_core::ops::GemmPlan;
+use verjus_core::ops::{GemmPlan, UnaryOp};
 use verjus_core::{Result, Tensor};
 
 pub(crate) fn gemm(
@@ -27,7 +27,7 @@ pub(crate) fn gemm(
         if beta == 0.0 {
             return super::memory::fill_f32(be, op, cp, n, 0.0);
         }
-        let (count, code) = (n as i64, super::elementwise::SCALE);
+        let (count, code) = (n as i64, UnaryOp::Scale(beta).code());
         return be.launch_n(
             op,
             Module::Elementwise,

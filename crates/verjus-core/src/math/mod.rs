@@ -1,4 +1,7 @@
-//! Scalar math shared by the reference definitions of the ops.
+//! Scalar math shared by the definitions of the ops: the reference `erf`
+//! here, and in [`fast`] the vectorisable versions that backends' loops use.
+
+pub mod fast;
 
 /// The error function at f32 precision (computed in f64, absolute error < 2e-7).
 pub fn erf(x: f32) -> f32 {

@@ -8,48 +8,16 @@
 //! rounded result (the tests below bound the error against f64), which is as
 //! close to the reference definitions as those are to the exact functions.
 //!
-//! The crate is built for baseline x86-64 (SSE2), where these loops vectorise
-//! only four wide, or not at all. [`simd`] runs a loop compiled again for
-//! AVX-512 or AVX2 when the CPU has them (detected once, cached by std). The
-//! results are bit-identical on every path: Rust never fuses multiply-adds,
-//! and the lane-wise sums fix their order in the source.
-
-/// Runs `f` compiled for the widest vector extension the CPU supports. `f`
-/// must be an `#[inline(always)]` closure (and everything it calls inlined),
-/// so that its body is compiled inside the target-feature function.
-#[inline(always)]
-pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") {
-            // SAFETY: the CPU supports every feature `avx512` is compiled with.
-            return unsafe { x86::avx512(f) };
-        }
-        if is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports every feature `avx2` is compiled with.
-            return unsafe { x86::avx2(f) };
-        }
-    }
-    f()
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    #[target_feature(enable = "avx512f,avx512vl,avx2")]
-    pub(super) fn avx512<R>(f: impl FnOnce() -> R) -> R {
-        f()
-    }
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn avx2<R>(f: impl FnOnce() -> R) -> R {
-        f()
-    }
-}
+//! They live in the core, beside the reference definitions, because the
+//! elementwise op table (`ops::elementwise::table`) names them as each op's
+//! `fast` formula; a backend's loops call them through the op's kernel type.
+//! Rust never fuses multiply-adds, so a loop compiled for a wider vector
+//! extension gives bit-identical results.
 
 /// `e^x` to about 2 ulp for normal results; 0 below `-103.9` (where the true
 /// value is subnormal and tiny), infinity above `ln(f32::MAX)`, NaN for NaN.
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+pub fn exp(x: f32) -> f32 {
     const HI: f32 = 88.722_84; // ln(f32::MAX)
     const LO: f32 = -103.972_08; // ln(2^-150): below, the result rounds to 0
                                  // Adding 1.5 * 2^23 rounds a float of magnitude < 2^22 to an integer.
@@ -86,7 +54,7 @@ fn pow2(e: i32) -> f32 {
 
 /// The natural logarithm to about 2 ulp; `-inf` at 0, NaN below 0 and for NaN.
 #[inline(always)]
-pub(crate) fn ln(x: f32) -> f32 {
+pub fn ln(x: f32) -> f32 {
     // Subnormals are scaled into the normal range first.
     let tiny = x < f32::MIN_POSITIVE;
     let xs = if tiny { x * 8_388_608.0 } else { x };
@@ -128,7 +96,7 @@ pub(crate) fn ln(x: f32) -> f32 {
 
 /// The logistic function, in the same two-sided form as the reference.
 #[inline(always)]
-pub(crate) fn sigmoid(x: f32) -> f32 {
+pub fn sigmoid(x: f32) -> f32 {
     let e = exp(-x.abs());
     let r = 1.0 / (1.0 + e);
     if x >= 0.0 {
@@ -140,7 +108,7 @@ pub(crate) fn sigmoid(x: f32) -> f32 {
 
 /// `tanh(x)`: an odd polynomial below 0.625, `1 - 2 / (e^{2|x|} + 1)` above.
 #[inline(always)]
-pub(crate) fn tanh(x: f32) -> f32 {
+pub fn tanh(x: f32) -> f32 {
     let z = x * x;
     let small = x + x
         * z
@@ -185,20 +153,20 @@ fn normal_cdf(x: f32) -> f32 {
 
 /// The exact GELU, `x * Phi(x)`.
 #[inline(always)]
-pub(crate) fn gelu(x: f32) -> f32 {
+pub fn gelu(x: f32) -> f32 {
     x * normal_cdf(x)
 }
 
 /// The derivative of the exact GELU, `Phi(x) + x * phi(x)`.
 #[inline(always)]
-pub(crate) fn gelu_derivative(x: f32) -> f32 {
+pub fn gelu_derivative(x: f32) -> f32 {
     normal_cdf(x) + x * exp(-0.5 * x * x) * 0.398_942_3
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use verjus_core::ops::UnaryOp;
+    use crate::ops::UnaryOp;
 
     /// The largest error of `f` against `want` over `xs`, relative to
     /// `max(|want|, floor)`.
@@ -226,31 +194,6 @@ mod tests {
         assert!(worst(positives, ln, f64::ln, 1.0) < 2e-7);
         assert_eq!(ln(1.0), 0.0);
         assert!((ln(1e-40) - 1e-40f32.ln()).abs() < 1e-5, "subnormal");
-    }
-
-    #[test]
-    fn simd_paths_are_bit_identical() {
-        let xs: Vec<f32> = grid(-90.0, 90.0, 10_007).collect();
-        let all = |xs: &[f32]| -> Vec<u32> {
-            xs.iter()
-                .flat_map(|&x| {
-                    [
-                        exp(x),
-                        ln(x),
-                        tanh(x),
-                        sigmoid(x),
-                        gelu(x),
-                        gelu_derivative(x),
-                    ]
-                })
-                .map(f32::to_bits)
-                .collect()
-        };
-        let wide = simd(
-            #[inline(always)]
-            || all(&xs),
-        );
-        assert_eq!(wide, all(&xs));
     }
 
     #[test]
