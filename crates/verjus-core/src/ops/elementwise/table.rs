@@ -165,6 +165,28 @@ unary_ops! {
         cuda: "0.5f * x * (1.0f + erff(x * 0.70710678118654752440f))",
         cuda_derivative: "0.5f * (1.0f + erff(x * 0.70710678118654752440f)) + x * expf(-0.5f * x * x) * 0.3989423f",
     },
+    /// `log(1 + e^x)`, computed as `max(x, 0) + log1p(e^-|x|)` so that it
+    /// neither overflows for large `x` nor loses `e^x` for very negative `x`.
+    Softplus {
+        name: "softplus",
+        domain: Real,
+        cost: 8,
+        apply: |x| x.max(0.0) + (-x.abs()).exp().ln_1p(),
+        derivative: |x, _y| sigmoid(x),
+        cuda: "fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)))",
+        cuda_derivative: "vj_sigmoid(x)",
+    },
+    /// `log(sigmoid(x))`, computed as `min(x, 0) - log1p(e^-|x|)` (finite
+    /// where `sigmoid(x)` underflows to 0).
+    LogSigmoid {
+        name: "log_sigmoid",
+        domain: Real,
+        cost: 8,
+        apply: |x| x.min(0.0) - (-x.abs()).exp().ln_1p(),
+        derivative: |x, _y| sigmoid(-x),
+        cuda: "fminf(x, 0.0f) - log1pf(expf(-fabsf(x)))",
+        cuda_derivative: "vj_sigmoid(-x)",
+    },
     /// `x * s`.
     Scale(s = -2.5) {
         name: "scale",
@@ -353,5 +375,35 @@ fn flag(t: bool) -> f32 {
         1.0
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnaryOp;
+
+    /// Hand-worked values, including the ends where a naive formula overflows
+    /// (`log(1 + e^x)` at large `x`) or loses everything (`1 + e^x` at very
+    /// negative `x` rounds to 1).
+    #[test]
+    fn softplus_and_log_sigmoid_at_known_points() {
+        let ln2 = std::f32::consts::LN_2;
+        let tiny = (-30f64).exp() as f32; // e^-30
+        for (op, x, want) in [
+            (UnaryOp::Softplus, 0.0, ln2),
+            (UnaryOp::Softplus, 100.0, 100.0),
+            (UnaryOp::Softplus, -30.0, tiny),
+            (UnaryOp::LogSigmoid, 0.0, -ln2),
+            (UnaryOp::LogSigmoid, -100.0, -100.0),
+            (UnaryOp::LogSigmoid, 30.0, -tiny),
+        ] {
+            let got = op.apply(x);
+            assert!(
+                (got - want).abs() <= 2e-7 * want.abs(),
+                "{op:?}({x}) = {got}, want {want}"
+            );
+        }
+        assert_eq!(UnaryOp::Softplus.derivative(0.0, ln2), 0.5);
+        assert_eq!(UnaryOp::LogSigmoid.derivative(0.0, -ln2), 0.5);
     }
 }
