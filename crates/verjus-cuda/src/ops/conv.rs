@@ -36,7 +36,7 @@ pub(crate) fn conv2d(
         let (nn, c, hw) = (plan.n as i64, plan.c_out as i64, (plan.oh * plan.ow) as i64);
         be.launch_n(
             op,
-            Module::Pool,
+            Module::Conv,
             "add_channel_bias_f32",
             n,
             &mut [arg(&yp), arg(&bp), arg(&nn), arg(&c), arg(&hw)],
