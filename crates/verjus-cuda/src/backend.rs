@@ -302,7 +302,7 @@ impl Backend for CudaBackend {
         ops::pool::pool2d_backward(self, plan, x, y, dy, dx)
     }
     fn dropout(&self, plan: &DropoutPlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
-        ops::random::dropout(self, plan, x, y)
+        ops::dropout::dropout(self, plan, x, y)
     }
     fn index_select(
         &self,
@@ -323,13 +323,13 @@ impl Backend for CudaBackend {
         ops::index::index_add(self, plan, src, indices, dst)
     }
     fn concat(&self, plan: &ConcatPlan, parts: &[&Tensor], y: &mut Tensor) -> Result<()> {
-        ops::layout::concat(self, plan, parts, y)
+        ops::concat::concat(self, plan, parts, y)
     }
     fn split(&self, plan: &ConcatPlan, x: &Tensor, parts: &mut [&mut Tensor]) -> Result<()> {
-        ops::layout::split(self, plan, x, parts)
+        ops::concat::split(self, plan, x, parts)
     }
     fn permute(&self, plan: &PermutePlan, x: &Tensor, y: &mut Tensor) -> Result<()> {
-        ops::layout::permute(self, plan, x, y)
+        ops::permute::permute(self, plan, x, y)
     }
     fn sgd_update(
         &self,
@@ -359,6 +359,6 @@ impl Backend for CudaBackend {
         losses: &mut Tensor,
         dlogits: Option<&mut Tensor>,
     ) -> Result<()> {
-        ops::softmax::softmax_cross_entropy(self, plan, logits, labels, grad_scale, losses, dlogits)
+        ops::loss::softmax_cross_entropy(self, plan, logits, labels, grad_scale, losses, dlogits)
     }
 }

@@ -16,59 +16,54 @@ use verjus_core::Result;
 
 const COMMON: &str = include_str!("kernels/common.cuh");
 
-/// A kernel module (one `.cu` file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Module {
-    Memory,
-    Elementwise,
-    Reduce,
-    Softmax,
-    Index,
-    Layout,
-    Optim,
-    Pool,
+/// Declares [`Module`] with its file names and `Module::ALL` from one list, so
+/// a kernel file is in the NVRTC compile test as soon as it has a module.
+macro_rules! modules {
+    ($($variant:ident => $file:literal,)*) => {
+        /// A kernel module: one `.cu` file, named after the op group of
+        /// `verjus_core::ops` (and of `ops/`) whose kernels it holds.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub(crate) enum Module {
+            $($variant,)*
+        }
+
+        impl Module {
+            /// Every module (the compile test walks them all).
+            #[cfg(test)]
+            pub const ALL: &'static [Module] = &[$(Module::$variant,)*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Module::$variant => $file,)*
+                }
+            }
+
+            fn body(self) -> &'static str {
+                match self {
+                    $(Module::$variant => include_str!(concat!("kernels/", $file, ".cu")),)*
+                }
+            }
+        }
+    };
+}
+
+modules! {
+    Concat => "concat",
+    Conv => "conv",
+    Dropout => "dropout",
+    Elementwise => "elementwise",
+    Index => "index",
+    Loss => "loss",
+    Memory => "memory",
+    Optim => "optim",
+    Permute => "permute",
+    Pool => "pool",
+    Random => "random",
+    Reduce => "reduce",
+    Softmax => "softmax",
 }
 
 impl Module {
-    /// Every module (the compile test walks them all).
-    #[cfg(test)]
-    pub const ALL: [Module; 8] = [
-        Module::Memory,
-        Module::Elementwise,
-        Module::Reduce,
-        Module::Softmax,
-        Module::Index,
-        Module::Layout,
-        Module::Optim,
-        Module::Pool,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Module::Memory => "memory",
-            Module::Elementwise => "elementwise",
-            Module::Reduce => "reduce",
-            Module::Softmax => "softmax",
-            Module::Index => "index",
-            Module::Layout => "layout",
-            Module::Optim => "optim",
-            Module::Pool => "pool",
-        }
-    }
-
-    fn body(self) -> &'static str {
-        match self {
-            Module::Memory => include_str!("kernels/memory.cu"),
-            Module::Elementwise => include_str!("kernels/elementwise.cu"),
-            Module::Reduce => include_str!("kernels/reduce.cu"),
-            Module::Softmax => include_str!("kernels/softmax.cu"),
-            Module::Index => include_str!("kernels/index.cu"),
-            Module::Layout => include_str!("kernels/layout.cu"),
-            Module::Optim => include_str!("kernels/optim.cu"),
-            Module::Pool => include_str!("kernels/pool.cu"),
-        }
-    }
-
     /// The complete source NVRTC compiles.
     pub fn source(self) -> String {
         let generated = match self {
@@ -182,7 +177,7 @@ mod tests {
         eprintln!("NVRTC {}.{}", version.0, version.1);
         let mut failures = Vec::new();
         for arch in [(8, 0), (8, 6), (9, 0)] {
-            for m in Module::ALL {
+            for &m in Module::ALL {
                 match crate::nvrtc_cache::compile(m.name(), &m.source(), arch) {
                     Ok(cubin) => assert!(!cubin.is_empty(), "{} produced an empty cubin", m.name()),
                     Err(e) => failures.push(e),

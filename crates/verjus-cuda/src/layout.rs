@@ -31,7 +31,7 @@ pub(crate) struct Reduction {
     pub rrank: i32,
 }
 
-/// Output dims and the input stride of each (`Permutation` in layout.cu).
+/// Output dims and the input stride of each (`Permutation` in permute.cu).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Permutation {

@@ -16,7 +16,7 @@
 //! host waits only when it reads values (downloads, index checks,
 //! `synchronize`); a caching allocator (`alloc.rs`) so a training step does not
 //! call `cuMemAlloc`; uploads through pinned staging memory (`staging.rs`);
-//! cuDNN algorithms and descriptors chosen once per shape (`cudnn.rs`).
+//! cuDNN algorithms and descriptors chosen once per shape (`cudnn/`).
 //!
 //! **Same numbers.** Random fills and dropout port the Philox stream of
 //! `verjus_core::rng`, so a GPU draws the CPU's dropout mask; GEMM and

@@ -1,8 +1,7 @@
-// Max pooling (forward and backward) and the per-channel bias of a
-// convolution. Max pooling follows the native rule exactly: the first maximum
-// of a window in row-major order, NaN counting as the largest value; cuDNN
-// does not document which of tied maxima receives the gradient, so these are
-// own kernels (average pooling goes through cuDNN).
+// Max pooling, forward and backward. It follows the native rule exactly: the
+// first maximum of a window in row-major order, NaN counting as the largest
+// value; cuDNN does not document which of tied maxima receives the gradient,
+// so these are own kernels (average pooling goes through cuDNN).
 
 struct PoolGeom {
     i64 planes, h, w, oh, ow;
@@ -58,10 +57,4 @@ extern "C" __global__ void max_pool2d_backward_f32(const float* x, const float* 
                 if (window_argmax(xp, G, oy, ox) == r) acc += dyp[oy * G.ow + ox];
         dx[i] = acc;
     }
-}
-
-// y[n, c, :] += b[c] over an NCHW tensor with hw elements per plane.
-extern "C" __global__ void add_channel_bias_f32(float* y, const float* b, i64 n, i64 c, i64 hw) {
-    i64 total = n * c * hw;
-    GRID_STRIDE(i, total) y[i] += b[(i / hw) % c];
 }

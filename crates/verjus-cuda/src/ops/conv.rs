@@ -4,6 +4,7 @@
 
 use super::memory::fill_f32;
 use crate::backend::CudaBackend;
+use crate::cudnn::{ConvOperands, Direction};
 use crate::device::arg;
 use crate::kernels::Module;
 use crate::storage::{ptr, ptr_mut};
@@ -28,15 +29,19 @@ pub(crate) fn conv2d(
     if plan.c_in == 0 {
         fill_f32(be, op, yp, n, 0.0)?;
     } else {
-        be.cudnn
-            .conv_forward(plan, be.tf32(), ptr(op, x)?, ptr(op, w)?, yp)?;
+        let t = ConvOperands {
+            x: ptr(op, x)?,
+            w: ptr(op, w)?,
+            y: yp,
+        };
+        be.cudnn.convolve(Direction::Forward, plan, be.tf32(), t)?;
     }
     if let Some(b) = bias {
         let bp = ptr(op, b)?;
         let (nn, c, hw) = (plan.n as i64, plan.c_out as i64, (plan.oh * plan.ow) as i64);
         be.launch_n(
             op,
-            Module::Pool,
+            Module::Conv,
             "add_channel_bias_f32",
             n,
             &mut [arg(&yp), arg(&bp), arg(&nn), arg(&c), arg(&hw)],
@@ -62,8 +67,13 @@ pub(crate) fn conv2d_backward_data(
     if plan.c_out == 0 {
         return fill_f32(be, op, dxp, n, 0.0);
     }
+    let t = ConvOperands {
+        x: dxp,
+        w: ptr(op, w)?,
+        y: ptr(op, dy)?,
+    };
     be.cudnn
-        .conv_backward_data(plan, be.tf32(), ptr(op, dy)?, ptr(op, w)?, dxp)
+        .convolve(Direction::BackwardData, plan, be.tf32(), t)
 }
 
 pub(crate) fn conv2d_backward_filter(
@@ -83,8 +93,13 @@ pub(crate) fn conv2d_backward_filter(
     if plan.n == 0 {
         return fill_f32(be, op, dwp, n, 0.0);
     }
+    let t = ConvOperands {
+        x: ptr(op, x)?,
+        w: dwp,
+        y: ptr(op, dy)?,
+    };
     be.cudnn
-        .conv_backward_filter(plan, be.tf32(), ptr(op, x)?, ptr(op, dy)?, dwp)
+        .convolve(Direction::BackwardFilter, plan, be.tf32(), t)
 }
 
 pub(crate) fn conv2d_backward_bias(be: &CudaBackend, dy: &Tensor, db: &mut Tensor) -> Result<()> {

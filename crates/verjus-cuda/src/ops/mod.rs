@@ -3,13 +3,16 @@
 //! into device addresses and issues library calls or kernel launches on the
 //! device's stream without waiting (except where noted).
 
+pub(crate) mod concat;
 pub(crate) mod conv;
+pub(crate) mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;
 pub(crate) mod index;
-pub(crate) mod layout;
+pub(crate) mod loss;
 pub(crate) mod memory;
 pub(crate) mod optim;
+pub(crate) mod permute;
 pub(crate) mod pool;
 pub(crate) mod random;
 pub(crate) mod reduce;

@@ -1,11 +1,11 @@
-//! Random fills and dropout from the shared Philox stream (see
-//! `verjus_core::rng`): one thread per Philox block of four elements.
+//! Random fills from the shared Philox stream (see `verjus_core::rng`): one
+//! thread per Philox block of four elements.
 
 use crate::backend::CudaBackend;
 use crate::device::arg;
 use crate::kernels::Module;
-use crate::storage::{ptr, ptr_mut};
-use verjus_core::ops::{Distribution, DropoutPlan};
+use crate::storage::ptr_mut;
+use verjus_core::ops::Distribution;
 use verjus_core::{Result, Tensor};
 
 /// Fills `dst` from the stream at `(seed, offset)`.
@@ -27,7 +27,7 @@ pub(crate) fn random(
     };
     be.launch_n(
         op,
-        Module::Memory,
+        Module::Random,
         name,
         blocks,
         &mut [
@@ -37,34 +37,6 @@ pub(crate) fn random(
             arg(&offset),
             arg(&p0),
             arg(&p1),
-        ],
-    )
-}
-
-/// `y = x * mask * scale`, the mask drawn at `(seed, offset)`.
-pub(crate) fn dropout(
-    be: &CudaBackend,
-    plan: &DropoutPlan,
-    x: &Tensor,
-    y: &mut Tensor,
-) -> Result<()> {
-    let op = "dropout";
-    be.enter(op)?;
-    let n = x.numel();
-    let (xp, yp, count) = (ptr(op, x)?, ptr_mut(op, y)?, n as i64);
-    be.launch_n(
-        op,
-        Module::Memory,
-        "dropout_f32",
-        n.div_ceil(4),
-        &mut [
-            arg(&xp),
-            arg(&yp),
-            arg(&count),
-            arg(&plan.seed),
-            arg(&plan.offset),
-            arg(&plan.threshold),
-            arg(&plan.scale),
         ],
     )
 }

@@ -1,12 +1,12 @@
-//! Softmax, log-softmax, their gradients, and the fused cross-entropy loss.
+//! Softmax, log-softmax and their gradients.
 
 use crate::backend::CudaBackend;
 use crate::device::arg;
 use crate::kernels::Module;
 use crate::launch::block_per_row;
 use crate::storage::{ptr, ptr_mut};
-use verjus_core::ops::{AxisPlan, CrossEntropyPlan};
-use verjus_core::{DType, Error, Result, Tensor};
+use verjus_core::ops::AxisPlan;
+use verjus_core::{Result, Tensor};
 
 pub(crate) fn softmax(
     be: &CudaBackend,
@@ -75,67 +75,6 @@ pub(crate) fn softmax_backward(
             arg(&l),
             arg(&i),
             arg(&lg),
-            arg(&pb),
-        ],
-    )
-}
-
-pub(crate) fn softmax_cross_entropy(
-    be: &CudaBackend,
-    plan: &CrossEntropyPlan,
-    logits: &Tensor,
-    labels: &Tensor,
-    grad_scale: f32,
-    losses: &mut Tensor,
-    dlogits: Option<&mut Tensor>,
-) -> Result<()> {
-    let name = "softmax_cross_entropy";
-    be.enter(name)?;
-    if plan.n == 0 {
-        return Ok(());
-    }
-    if let Some((row, label)) = super::index::first_out_of_range(be, name, labels, plan.classes)? {
-        return Err(Error::invalid(
-            name,
-            format!(
-                "label {label} at row {row} is outside [0, {})",
-                plan.classes
-            ),
-        ));
-    }
-    let kernel = match labels.dtype() {
-        DType::I64 => "cross_entropy_i64",
-        _ => "cross_entropy_i32",
-    };
-    let (lp, labp, lossp) = (
-        ptr(name, logits)?,
-        ptr(name, labels)?,
-        ptr_mut(name, losses)?,
-    );
-    let dp = match dlogits {
-        Some(d) => ptr_mut(name, d)?,
-        None => 0,
-    };
-    let (n, c, pb) = (
-        plan.n as i64,
-        plan.classes as i64,
-        i32::from(block_per_row(plan.classes)),
-    );
-    be.launch_rows(
-        name,
-        Module::Softmax,
-        kernel,
-        plan.n,
-        plan.classes,
-        &mut [
-            arg(&lp),
-            arg(&labp),
-            arg(&lossp),
-            arg(&dp),
-            arg(&n),
-            arg(&c),
-            arg(&plan.smoothing),
-            arg(&grad_scale),
             arg(&pb),
         ],
     )

@@ -1,12 +1,12 @@
-//! Concat, split (slab copies) and permute.
+//! Concat and split: one slab copy per part, between the part and its rows
+//! of the whole.
 
 use crate::backend::CudaBackend;
 use crate::device::arg;
 use crate::kernels::Module;
-use crate::layout::Permutation;
 use crate::storage::{ptr, ptr_mut};
-use verjus_core::ops::{ConcatPlan, PermutePlan};
-use verjus_core::{Error, Result, Tensor};
+use verjus_core::ops::ConcatPlan;
+use verjus_core::{Result, Tensor};
 
 /// Copies `rows x width` f32 elements between pitched layouts.
 #[allow(clippy::too_many_arguments)] // the pieces of one kernel launch
@@ -28,7 +28,7 @@ fn copy_rows(
     );
     be.launch_n(
         op,
-        Module::Layout,
+        Module::Concat,
         "copy_rows_f32",
         rows * width,
         &mut [arg(&src), arg(&dst), arg(&r), arg(&w), arg(&sp), arg(&dp)],
@@ -91,34 +91,4 @@ pub(crate) fn split(
         offset += size;
     }
     Ok(())
-}
-
-pub(crate) fn permute(
-    be: &CudaBackend,
-    plan: &PermutePlan,
-    x: &Tensor,
-    y: &mut Tensor,
-) -> Result<()> {
-    let op = "permute";
-    be.enter(op)?;
-    let n = x.numel();
-    let kernel = match x.dtype().size_in_bytes() {
-        4 => "permute_4",
-        8 => "permute_8",
-        _ => {
-            return Err(Error::unsupported(
-                format!("permute of {}", x.dtype()),
-                "cuda",
-            ))
-        }
-    };
-    let layout = Permutation::new(plan.input.dims(), &plan.perm);
-    let (xp, yp, count) = (ptr(op, x)?, ptr_mut(op, y)?, n as i64);
-    be.launch_n(
-        op,
-        Module::Layout,
-        kernel,
-        n,
-        &mut [arg(&xp), arg(&yp), arg(&count), arg(&layout)],
-    )
 }

@@ -1,5 +1,5 @@
-// Copies that move elements between layouts: axis permutation (any dtype, by
-// element size) and the slab copies concat and split are made of.
+// Axis permutation (any dtype, by element size): a copy into the permuted
+// layout.
 
 // Output dims and, per output axis, the stride of the input axis it comes from.
 struct Permutation {
@@ -21,12 +21,3 @@ __device__ void permute(const T* x, T* y, i64 n, const Permutation& P) {
 }
 extern "C" __global__ void permute_4(const u32* x, u32* y, i64 n, Permutation P) { permute<u32>(x, y, n, P); }
 extern "C" __global__ void permute_8(const u64* x, u64* y, i64 n, Permutation P) { permute<u64>(x, y, n, P); }
-
-// rows x width elements: dst[r * dst_pitch + c] = src[r * src_pitch + c].
-extern "C" __global__ void copy_rows_f32(const float* src, float* dst, i64 rows, i64 width, i64 src_pitch, i64 dst_pitch) {
-    i64 n = rows * width;
-    GRID_STRIDE(i, n) {
-        i64 r = i / width, c = i % width;
-        dst[r * dst_pitch + c] = src[r * src_pitch + c];
-    }
-}
