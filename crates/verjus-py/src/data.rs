@@ -10,8 +10,18 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 use verjus::nn::data::{load_fashion_mnist, Split};
 
-/// One split (`"train"` or `"test"`) of Fashion-MNIST: images `[N, 1, 28, 28]`
-/// float32 in `[0, 1]` and labels `[N]` int64.
+/// One split of Fashion-MNIST from the IDX ``.gz`` files.
+///
+/// The folder is ``data_dir``, else ``$VERJUS_FASHION_MNIST``, else
+/// ``/usr/share/datasets/fashion-mnist``. A missing file is an ``OSError``
+/// whose message says to ``apt-get install dataset-fashion-mnist``; a
+/// malformed one an ``OSError`` naming the file and the byte offset.
+///
+/// :param str split: ``"train"`` or ``"test"``
+/// :param str | None data_dir: the folder of the files
+/// :return: images ``[N, 1, 28, 28]`` float32 scaled to ``[0, 1]``, labels
+///   ``[N]`` int64
+/// :rtype: tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]
 #[pyfunction]
 #[pyo3(signature = (split, data_dir = None))]
 pub(crate) fn fashion_mnist<'py>(

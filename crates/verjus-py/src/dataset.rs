@@ -8,7 +8,15 @@ use crate::convert;
 use crate::error::to_py_err;
 use pyo3::prelude::*;
 
-/// Examples `[N, ...]` (f32) and targets: labels `[N]` (i64) or values `[N, ...]` (f32).
+/// Examples and targets held in Rust, for ``Trainer.train_epoch`` /
+/// ``evaluate_dataset``.
+///
+/// The arrays are copied once, when the dataset is made.
+///
+/// :param npt.ArrayLike x: examples ``[N, ...]``, float32 (converted from other
+///   float arrays)
+/// :param npt.ArrayLike y: ``[N]`` integer class labels (stored as int64) or
+///   ``[N, ...]`` float32 targets
 #[pyclass(frozen, module = "verjus._verjus")]
 pub(crate) struct Dataset {
     pub(crate) inner: verjus::nn::data::Dataset,

@@ -14,6 +14,11 @@
 //! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
 //! - `rf/`: the RF frontend's `Dim`, `Tensor` and `rf_*` ops (re-exported by
 //!   `verjus.rf`).
+//!
+//! Every Python-visible function, class, method and property has its
+//! docstring here (`///`), with the types of its parameters (`:param TYPE
+//! name:`) and result (`:rtype:`): `scripts/gen_stub.py` writes the type stub
+//! `python/verjus/_verjus.pyi` from them, and a test checks that it is current.
 
 mod convert;
 mod data;
@@ -30,8 +35,11 @@ mod trainer;
 use pyo3::prelude::*;
 use verjus::Device;
 
-/// The names of the devices this build can compute on: `"cpu"` always, then
-/// `"cuda:0"`, `"cuda:1"`, ... for each CUDA device whose backend starts.
+/// The names of the devices this build can compute on: ``"cpu"`` always
+/// first, then ``"cuda:0"``, ``"cuda:1"``, ... for each CUDA device whose
+/// backend starts.
+///
+/// :rtype: list[str]
 #[pyfunction]
 fn devices() -> Vec<String> {
     let cuda = (0..verjus::cuda::device_count())
@@ -44,24 +52,34 @@ fn devices() -> Vec<String> {
 }
 
 /// Whether a CUDA GPU and the libraries the CUDA backend needs are usable.
+///
+/// :rtype: bool
 #[pyfunction]
 fn cuda_is_available() -> bool {
     verjus::cuda::is_available()
 }
 
 /// The number of CUDA devices (0 where CUDA is unavailable).
+///
+/// :rtype: int
 #[pyfunction]
 fn cuda_device_count() -> usize {
     verjus::cuda::device_count()
 }
 
-/// Why CUDA is unavailable (`None` where it is available).
+/// Why CUDA is unavailable (None where it is available).
+///
+/// :rtype: str | None
 #[pyfunction]
 fn cuda_unavailable_reason() -> Option<String> {
     verjus::cuda::unavailable_reason()
 }
 
-/// `(in_use, peak_in_use, reserved)` bytes of CUDA device `ordinal`'s allocator.
+/// The bytes of CUDA device ``ordinal``'s allocator.
+///
+/// :param int ordinal: the device
+/// :return: ``(in_use, peak_in_use, reserved)``
+/// :rtype: tuple[int, int, int]
 #[pyfunction]
 #[pyo3(signature = (ordinal = 0))]
 fn cuda_memory_stats(ordinal: usize) -> PyResult<(usize, usize, usize)> {
@@ -70,7 +88,9 @@ fn cuda_memory_stats(ordinal: usize) -> PyResult<(usize, usize, usize)> {
     Ok((s.in_use, s.peak_in_use, s.reserved))
 }
 
-/// Starts a new high-water mark of CUDA device `ordinal`'s allocator.
+/// Starts a new high-water mark of CUDA device ``ordinal``'s allocator.
+///
+/// :param int ordinal: the device
 #[pyfunction]
 #[pyo3(signature = (ordinal = 0))]
 fn cuda_reset_peak_memory(ordinal: usize) -> PyResult<()> {
@@ -79,7 +99,15 @@ fn cuda_reset_peak_memory(ordinal: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// The module `verjus._verjus`.
+/// The native module of verjus (crates/verjus-py).
+///
+/// The Python package wraps these classes; user code imports ``verjus``, not
+/// this module. Every call that computes releases the GIL. Errors:
+/// ``ValueError`` for bad shapes, dtypes, values and definitions (the message
+/// names the layer and the expected and actual shapes), ``OSError`` for file
+/// problems (the message names the file), ``RuntimeError`` for device
+/// failures, ``NotImplementedError`` for an op a backend lacks. No Rust panic
+/// reaches Python.
 #[pymodule]
 fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // numpy's C API is imported on the first array made. Made later, with a

@@ -8,9 +8,16 @@ use pyo3::prelude::*;
 use verjus::ops::{self, GemmPlan, GemmSpec};
 use verjus::{DType, Device, Result, Tensor};
 
-/// `a @ b` for float32 arrays on the CPU: matrices are the last two axes, leading
-/// axes are a batch (equal in both, or absent in one). Raises `ValueError` naming
-/// both shapes when they do not fit, `TypeError` for anything but float32 arrays.
+/// ``a @ b`` for float32 arrays on the CPU (the GIL is released while
+/// computing).
+///
+/// Matrices are the last two axes; leading axes are a batch, equal in both
+/// operands or absent in one. Raises ``ValueError`` naming both shapes when
+/// they do not fit, and ``TypeError`` for anything but float32 numpy arrays.
+///
+/// :param npt.NDArray[np.float32] a: the left operand, rank >= 2
+/// :param npt.NDArray[np.float32] b: the right operand, rank >= 2
+/// :rtype: npt.NDArray[np.float32]
 #[pyfunction]
 pub(crate) fn gemm<'py>(
     py: Python<'py>,

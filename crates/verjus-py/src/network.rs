@@ -16,7 +16,12 @@ use std::path::{Path, PathBuf};
 use verjus::nn::{weights, NetworkDef};
 use verjus::{BackendRef, Tensor};
 
-/// A built network (static graph) and its parameters. See `_verjus.pyi`.
+/// A built network (static graph) and its parameters, on one device.
+///
+/// A ``Trainer`` made from a network trains *this* network: the two share it,
+/// so ``forward`` and ``state_dict`` see the trained weights. Devices are
+/// ``"cpu"``, ``"cuda"`` or ``"cuda:N"``: a malformed name is a ``ValueError``,
+/// a device that cannot be used here a ``RuntimeError`` naming what is missing.
 #[pyclass(frozen, module = "verjus._verjus")]
 pub(crate) struct Network {
     pub(crate) model: Shared,
@@ -89,8 +94,16 @@ impl Network {
 
 #[pymethods]
 impl Network {
-    /// Parses and builds a `NetworkDef` (JSON text) on `device`; parameters
-    /// are drawn there from `seed` (the same values on every device).
+    /// Parses and builds a ``NetworkDef`` (JSON text) on ``device``;
+    /// parameters are drawn there from ``seed`` (the same values on every
+    /// device).
+    ///
+    /// A definition error is a ``ValueError`` naming the layer and the shapes.
+    ///
+    /// :param str text: the definition as JSON
+    /// :param int seed: the seed of the initial parameters
+    /// :param str device: where the network lives
+    /// :rtype: Network
     #[staticmethod]
     #[pyo3(signature = (text, seed = 0, device = "cpu"))]
     fn from_json(py: Python<'_>, text: &str, seed: u64, device: &str) -> PyResult<Network> {
@@ -106,14 +119,20 @@ impl Network {
         })
     }
 
-    /// The device the parameters live on and `forward` computes on.
+    /// The device the parameters live on and ``forward`` computes on
+    /// (``"cuda:0"``).
+    ///
+    /// :rtype: str
     #[getter]
     fn device(&self, py: Python<'_>) -> PyResult<String> {
         self.with_net(py, |_, be| Ok(be.device().to_string()))
     }
 
-    /// Moves the parameters (and the solver state of the Trainer that trains
-    /// this network) to `device`, bit-identical; on an error nothing changes.
+    /// Moves the parameters to ``device`` (bit-identical), and the solver
+    /// state of the ``Trainer`` that trains this network with them; on an
+    /// error nothing moves.
+    ///
+    /// :param str device: the new device
     fn to(&self, py: Python<'_>, device: &str) -> PyResult<()> {
         let be = device::backend(device)?;
         py.detach(|| {
@@ -122,12 +141,16 @@ impl Network {
         })
     }
 
-    /// The definition as JSON (what `from_json` reads).
+    /// The definition as JSON (what ``from_json`` reads).
+    ///
+    /// :rtype: str
     fn to_json(&self, py: Python<'_>) -> PyResult<String> {
         self.with_net(py, |net, _| Ok(net.def().to_json()))
     }
 
-    /// `(name, unit shape)` of each input, in order.
+    /// ``(name, unit shape)`` of each input, in order.
+    ///
+    /// :rtype: list[tuple[str, list[int]]]
     fn inputs(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<usize>)>> {
         self.with_net(py, |net, _| {
             Ok(net
@@ -138,12 +161,19 @@ impl Network {
         })
     }
 
-    /// `(name, unit shape)` of each output, in order.
+    /// ``(name, unit shape)`` of each output, in order.
+    ///
+    /// :rtype: list[tuple[str, list[int]]]
     fn outputs(&self, py: Python<'_>) -> PyResult<Vec<(String, Vec<usize>)>> {
         self.with_net(py, |net, _| Ok(net.output_shapes()))
     }
 
-    /// One dict per leaf layer in execution order.
+    /// One dict per leaf layer in execution order, with keys ``path`` (str),
+    /// ``kind`` (str), ``inputs`` (list[str]), ``input_shapes``
+    /// (list[list[int]]), ``output_shape`` (list[int]), ``params`` (list of
+    /// ``(name, shape)``), ``shares`` (str | None) and ``live`` (bool).
+    ///
+    /// :rtype: list[dict[str, object]]
     fn descriptors<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let data = self.with_net(py, |net, _| {
             Ok(net
@@ -182,11 +212,22 @@ impl Network {
     }
 
     /// Number of learnable scalars (shared parameters counted once).
+    ///
+    /// :rtype: int
     fn parameter_count(&self, py: Python<'_>) -> PyResult<usize> {
         self.with_net(py, |net, _| Ok(net.parameter_count()))
     }
 
-    /// Inference (training off) on one batch; one array per input.
+    /// Inference (training off, no dropout) on one batch: one array per
+    /// input, uploaded to the network's device, the outputs downloaded.
+    ///
+    /// Each input is ``[batch, *unit_shape]``; a C-contiguous float32 array is
+    /// read without a copy, other float arrays and non-contiguous ones are
+    /// converted, and anything else is a ``TypeError``.
+    ///
+    /// :param Sequence[npt.ArrayLike] inputs: one array per network input
+    /// :return: one float32 array per output
+    /// :rtype: list[npt.NDArray[np.float32]]
     fn forward<'py>(
         &self,
         py: Python<'py>,
@@ -224,7 +265,10 @@ impl Network {
         Ok(list)
     }
 
-    /// `(name, copy of the value)` per parameter, in parameter order.
+    /// ``(name, copy of the value)`` per parameter, in parameter order
+    /// (``fc1.weight``...).
+    ///
+    /// :rtype: list[tuple[str, npt.NDArray[np.float32]]]
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
         let named = self.with_net(py, |net, be| {
             net.named_parameters_host(&**be).map_err(to_py_err)
@@ -235,7 +279,12 @@ impl Network {
             .collect()
     }
 
-    /// Replaces parameters by name; everything is checked before anything changes.
+    /// Replaces parameters by name. Every name and shape is checked before any
+    /// value changes: an unknown name, a wrong shape, or (when ``strict``) a
+    /// missing name is a ``ValueError`` naming the parameter and both shapes.
+    ///
+    /// :param Mapping[str, npt.ArrayLike] values: parameter name to value
+    /// :param bool strict: require every parameter
     #[pyo3(signature = (values, strict = true))]
     fn load_state_dict(
         &self,
@@ -260,7 +309,15 @@ impl Network {
         self.load_named(py, named, strict, None)
     }
 
-    /// Loads a network folder (`save`'s, or a training checkpoint) onto `device`.
+    /// Loads a network folder (``save``'s, or a training checkpoint) onto
+    /// ``device``: definition, seed and weights, each file checked against
+    /// ``checkpoint.json`` before anything is built. File problems are
+    /// ``OSError``, a definition or weights that do not fit ``ValueError``; both
+    /// name the file.
+    ///
+    /// :param str folder: the folder
+    /// :param str device: where the network lives
+    /// :rtype: Network
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu"))]
     fn load(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Network> {
@@ -273,19 +330,30 @@ impl Network {
         })
     }
 
-    /// Saves the definition and weights as the folder `folder`, atomically.
+    /// Saves ``network.json``, ``weights.safetensors`` and ``checkpoint.json``
+    /// as the folder ``folder``, replacing it atomically; other files in it
+    /// are kept.
+    ///
+    /// :param str folder: the folder
     fn save(&self, py: Python<'_>, folder: PathBuf) -> PyResult<()> {
         self.with_net(py, |net, be| net.save(&folder, &**be).map_err(to_py_err))
     }
 
-    /// Writes the parameters as safetensors, atomically.
+    /// Writes the parameters as safetensors (names are parameter names),
+    /// atomically: a temporary file in the same folder, fsync, then rename.
+    ///
+    /// :param str path: the file
     fn save_weights(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         self.with_net(py, |net, be| {
             net.save_weights(&**be, &path).map_err(to_py_err)
         })
     }
 
-    /// Reads a safetensors file and loads it like `load_state_dict`.
+    /// Reads a safetensors file and loads it like ``load_state_dict``; nothing
+    /// changes unless the whole file is valid. File problems are ``OSError``.
+    ///
+    /// :param str path: the file
+    /// :param bool strict: require every parameter
     #[pyo3(signature = (path, strict = true))]
     fn load_weights(&self, py: Python<'_>, path: PathBuf, strict: bool) -> PyResult<()> {
         // Read and check the file before taking the lock.

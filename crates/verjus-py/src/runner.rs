@@ -27,7 +27,11 @@ use std::time::Duration;
 use verjus::nn::{Runner as NnRunner, WatchEvent, Watcher};
 use verjus::Tensor;
 
-/// Serves inference from a network that can be swapped at run time.
+/// Serves inference from a network that can be swapped at run time, on one
+/// device.
+///
+/// :param Network network: the network, of which the runner serves a copy
+/// :param str device: where to serve
 #[pyclass(frozen, module = "verjus._verjus")]
 pub(crate) struct Runner {
     runner: Arc<NnRunner>,
@@ -61,7 +65,6 @@ impl Drop for Runner {
 
 #[pymethods]
 impl Runner {
-    /// A runner serving a copy of `network` on `device`.
     #[new]
     #[pyo3(signature = (network, device = "cpu"))]
     fn new(py: Python<'_>, network: &Bound<'_, Network>, device: &str) -> PyResult<Runner> {
@@ -70,7 +73,11 @@ impl Runner {
         Ok(Runner::serving(NnRunner::new(net, be).map_err(to_py_err)?))
     }
 
-    /// A runner serving the network of a checkpoint (or network) folder on `device`.
+    /// Serves the network of a checkpoint (or network) folder on ``device``.
+    ///
+    /// :param str folder: the folder
+    /// :param str device: where to serve
+    /// :rtype: Runner
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu"))]
     fn from_checkpoint(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Runner> {
@@ -82,19 +89,27 @@ impl Runner {
     }
 
     /// The device the served networks live and compute on.
+    ///
+    /// :rtype: str
     #[getter]
     fn device(&self) -> String {
         self.runner.backend().device().to_string()
     }
 
-    /// The generation served now (0 for the first network, +1 per swap).
+    /// The generation served now: 0 for the first network, +1 per swap.
+    ///
+    /// :rtype: int
     #[getter]
     fn generation(&self) -> u64 {
         self.runner.generation()
     }
 
-    /// Inference on one batch with the network served now: one array per
-    /// input; returns the outputs and the generation that computed them.
+    /// Inference with the network served now (GIL released, no lock around
+    /// the computation).
+    ///
+    /// :param Sequence[npt.ArrayLike] inputs: one array per network input
+    /// :return: the outputs and the generation that computed them
+    /// :rtype: tuple[list[npt.NDArray[np.float32]], int]
     fn infer<'py>(
         &self,
         py: Python<'py>,
@@ -128,20 +143,35 @@ impl Runner {
         Ok((list, generation))
     }
 
-    /// Swaps in a copy of `network` if it fits; returns the new generation.
+    /// Swaps in a copy of ``network`` if its inputs and outputs fit (else
+    /// ``ValueError`` naming the mismatch).
+    ///
+    /// :param Network network: the new network
+    /// :return: the new generation
+    /// :rtype: int
     fn swap(&self, py: Python<'_>, network: &Bound<'_, Network>) -> PyResult<u64> {
         let net = network.get().copy(py, self.runner.backend())?;
         py.detach(|| self.runner.swap(net)).map_err(to_py_err)
     }
 
-    /// Loads a checkpoint folder and swaps it in if it loads and fits.
+    /// Loads a checkpoint folder and swaps it in like ``swap``.
+    ///
+    /// :param str folder: the folder
+    /// :return: the new generation
+    /// :rtype: int
     fn swap_from(&self, py: Python<'_>, folder: PathBuf) -> PyResult<u64> {
         py.detach(|| self.runner.swap_from(&folder))
             .map_err(to_py_err)
     }
 
-    /// Watches `folder`, swapping in each new version; `on_event(dict)` hears
-    /// of each swap and refusal (refusals go to stderr without it).
+    /// Polls ``folder`` and swaps in each new version. ``on_event`` gets
+    /// ``{"event": "swapped", "generation": n}`` or ``{"event": "refused",
+    /// "error": msg}`` (refusals go to stderr without it).
+    ///
+    /// :param str folder: the folder to watch
+    /// :param float interval: seconds between polls
+    /// :param Callable[[dict[str, Any]], object] | None on_event: hears of each
+    ///   swap and refusal
     #[pyo3(signature = (folder, interval = 1.0, on_event = None))]
     fn watch(
         &self,
@@ -195,7 +225,8 @@ impl Runner {
         Ok(())
     }
 
-    /// Stops watching (waits for the watcher thread); a no-op when not watching.
+    /// Stops watching and waits for the watcher thread; a no-op when not
+    /// watching.
     fn stop_watching(&self, py: Python<'_>) {
         if let Some(w) = self.take_watcher() {
             py.detach(move || drop(w));

@@ -21,6 +21,26 @@ use verjus::nn::{Loss, Metrics, Trainer as NnTrainer};
 use verjus::{BackendRef, Tensor};
 
 /// Trains one network with one solver and one loss on one device.
+///
+/// ``Trainer(network, ...)`` trains ``network`` itself (the two share it).
+/// ``solver_json`` is a ``SolverConfig``: ``{"rule": {"Adam": {...}} | {"Sgd":
+/// {...}}, "schedule": "Constant" | {"Step": {...}} | {"Cosine": {...}},
+/// "clip_norm": float | null}`` with the fields of the Rust ``Sgd`` / ``Adam``
+/// / ``LrSchedule``; of ``Sgd`` and ``Adam`` only ``lr`` is required, the
+/// others default to PyTorch's (``momentum``, ``dampening``, ``weight_decay``
+/// 0, ``nesterov`` / ``decoupled`` false, ``beta1`` 0.9, ``beta2`` 0.999,
+/// ``eps`` 1e-8), and an unknown field is an error. ``loss_json`` is a
+/// ``Loss``: ``{"type": "SoftmaxCrossEntropy", "label_smoothing": 0.0}``,
+/// ``{"type": "Nll"}`` or ``{"type": "Mse"}``. Bad settings are a
+/// ``ValueError`` naming the field.
+///
+/// :param Network network: the network to train
+/// :param str solver_json: the solver's configuration
+/// :param str loss_json: the loss
+/// :param str | None device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None trains
+///   the network where it lives, another device moves the network there first
+///   (like ``Network.to``). A device that is not there is a ``RuntimeError``
+///   naming what is missing, and the network stays where it was.
 #[pyclass(frozen, module = "verjus._verjus")]
 pub(crate) struct Trainer {
     model: Shared,
@@ -44,8 +64,6 @@ impl Trainer {
 
 #[pymethods]
 impl Trainer {
-    /// A trainer of `network` on `device`; `None` trains it where it lives.
-    /// Another device moves the network there first (see `Network.to`).
     #[new]
     #[pyo3(signature = (network, solver_json, loss_json, device = None))]
     fn new(
@@ -82,8 +100,12 @@ impl Trainer {
         })
     }
 
-    /// A trainer continuing the checkpoint in `folder` on `device`, with a new
-    /// network (its `network`).
+    /// A trainer continuing the checkpoint ``folder`` on ``device`` (bit for
+    /// bit on the CPU), with a new ``network``. Every file is checked first.
+    ///
+    /// :param str folder: the checkpoint folder
+    /// :param str device: where to train
+    /// :rtype: Trainer
     #[staticmethod]
     #[pyo3(signature = (folder, device = "cpu"))]
     fn resume(py: Python<'_>, folder: PathBuf, device: &str) -> PyResult<Trainer> {
@@ -103,44 +125,62 @@ impl Trainer {
         Ok(Trainer { model, id, network })
     }
 
-    /// Saves a training checkpoint as the folder `folder`, atomically,
-    /// keeping the folder's other files.
+    /// Saves network, weights, solver state, loss, step and dropout stream
+    /// position as the folder ``folder``, replacing it atomically; other files
+    /// in it are kept.
+    ///
+    /// :param str folder: the checkpoint folder
     fn save_checkpoint(&self, py: Python<'_>, folder: PathBuf) -> PyResult<()> {
         self.with_trainer(py, |t| t.save_checkpoint(&folder).map_err(to_py_err))
     }
 
     /// The network this trainer trains (the same object it was made with).
+    ///
+    /// :rtype: Network
     #[getter]
     fn network(&self, py: Python<'_>) -> Py<Network> {
         self.network.clone_ref(py)
     }
 
-    /// The device this trainer (and its network) computes on.
+    /// The device this trainer and its network compute on.
+    ///
+    /// :rtype: str
     #[getter]
     fn device(&self, py: Python<'_>) -> PyResult<String> {
         self.with_trainer(py, |t| Ok(t.backend().device().to_string()))
     }
 
     /// Solver steps taken so far.
+    ///
+    /// :rtype: int
     #[getter]
     fn step(&self, py: Python<'_>) -> PyResult<u64> {
         self.with_trainer(py, |t| Ok(t.solver().state().step()))
     }
 
     /// The learning rate the next step will use (after the schedule).
+    ///
+    /// :rtype: float
     #[getter]
     fn lr(&self, py: Python<'_>) -> PyResult<f32> {
         self.with_trainer(py, |t| Ok(t.solver().lr()))
     }
 
     /// The solver's configuration (not its state) as JSON.
+    ///
+    /// :rtype: str
     fn solver_json(&self, py: Python<'_>) -> PyResult<String> {
         let config = self.with_trainer(py, |t| Ok(t.solver().config()))?;
         serde_json::to_string(&config).map_err(|e| json_err("solver_json", e))
     }
 
-    /// One step: forward (training mode), loss, backward, update. Returns the
-    /// mean loss and a copy of output 0.
+    /// One step: forward (training mode), loss, backward, update normalised by
+    /// this batch's size.
+    ///
+    /// :param npt.ArrayLike x: the inputs ``[batch, ...]``
+    /// :param npt.ArrayLike y: class labels ``[batch]`` or targets
+    /// :return: the mean loss and a copy of output 0
+    /// :rtype: tuple[float, npt.NDArray[np.float32]]
     fn train_minibatch<'py>(
         &self,
         py: Python<'py>,
@@ -158,7 +198,13 @@ impl Trainer {
         Ok((loss, convert::to_numpy(py, out)?))
     }
 
-    /// Mean loss and accuracy (`None` unless `y` holds class labels), inference mode.
+    /// Mean loss and accuracy (None unless ``y`` holds class labels) in
+    /// inference mode.
+    ///
+    /// :param npt.ArrayLike x: the inputs ``[N, ...]``
+    /// :param npt.ArrayLike y: class labels ``[N]`` or targets
+    /// :param int batch_size: examples per forward pass
+    /// :rtype: tuple[float, float | None]
     #[pyo3(signature = (x, y, batch_size = 1000))]
     fn evaluate(
         &self,
@@ -174,14 +220,20 @@ impl Trainer {
         Ok(metrics(m))
     }
 
-    /// Checks `data`'s labels against the network's classes (for the losses
+    /// Checks ``data``'s labels against the network's classes (for the losses
     /// that take labels), naming the first bad one by its example's index.
+    ///
+    /// :param Dataset data: the dataset
     fn check_dataset(&self, py: Python<'_>, data: &Bound<'_, Dataset>) -> PyResult<()> {
         let data = &data.get().inner;
         self.with_trainer(py, |t| t.check_dataset(data).map_err(to_py_err))
     }
 
-    /// `evaluate` over a `Dataset`.
+    /// ``evaluate`` over a ``Dataset``.
+    ///
+    /// :param Dataset data: the dataset
+    /// :param int batch_size: examples per forward pass
+    /// :rtype: tuple[float, float | None]
     #[pyo3(signature = (data, batch_size = 1000))]
     fn evaluate_dataset(
         &self,
@@ -197,7 +249,19 @@ impl Trainer {
         Ok(metrics(m))
     }
 
-    /// One pass over `data` in minibatches; returns the mean training loss.
+    /// One pass over ``data`` in minibatches (shuffled by ``shuffle_seed`` when
+    /// given, the last batch may be short). After each step, with the GIL
+    /// held, calls ``on_step(examples_in_step, loss)``; an exception it raises
+    /// stops the epoch and propagates.
+    ///
+    /// :param Dataset data: the dataset
+    /// :param int batch_size: examples per step
+    /// :param int | None shuffle_seed: the seed of the order, or None for the
+    ///   dataset's order
+    /// :param Callable[[int, float], object] | None on_step: the progress
+    ///   callback
+    /// :return: the mean training loss over the epoch's examples
+    /// :rtype: float
     #[pyo3(signature = (data, batch_size, shuffle_seed = None, on_step = None))]
     fn train_epoch(
         &self,

@@ -91,6 +91,7 @@ class Sequential(ModuleList):
     def __call__(
         self, inp: Any, *, collected_outputs: dict[str, Tensor] | None = None, **kwargs: Any
     ) -> Any:
+        """The last module's output (see the class docs)."""
         for name, module in self.items():
             inp = module(inp, **kwargs)
             if collected_outputs is not None:

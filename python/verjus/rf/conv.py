@@ -276,6 +276,7 @@ class Conv1d(_Conv):
     def __call__(
         self, source: Tensor, *, in_spatial_dim: Dim, out_spatial_dim: Dim | None = None
     ) -> tuple[Tensor, Dim]:
+        """The convolution of ``source`` over ``in_spatial_dim``, and the out spatial dim."""
         out_dims = None if out_spatial_dim is None else [out_spatial_dim]
         out, (dim,) = self._conv(source, [in_spatial_dim], out_dims)
         return out, dim
@@ -293,4 +294,5 @@ class Conv2d(_Conv):
         in_spatial_dims: Sequence[Dim],
         out_spatial_dims: Sequence[Dim] | None = None,
     ) -> tuple[Tensor, list[Dim]]:
+        """The convolution of ``source`` over ``in_spatial_dims``, and the out spatial dims."""
         return self._conv(source, in_spatial_dims, out_spatial_dims)

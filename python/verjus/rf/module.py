@@ -134,6 +134,7 @@ class Module:
         setattr(mod, name, value)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The module's computation; each subclass defines its own."""
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")
 
 
@@ -150,6 +151,7 @@ class Functional(Module):
         return f"Functional({getattr(self.func, '__qualname__', repr(self.func))})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calls the function with the same arguments."""
         return self.func(*args, **kwargs)
 
 
@@ -174,6 +176,7 @@ class Linear(Module):
         self.bias = Parameter([out_dim], initial=0.0) if with_bias else None
 
     def __call__(self, source: Tensor) -> Tensor:
+        """``source`` (over ``in_dim``) mapped to ``out_dim``."""
         if self.in_dim not in source.dims:
             dims = ", ".join(d.name for d in source.dims)
             raise ValueError(f"rf.Linear: input [{dims}] does not have in_dim {self.in_dim.name}")
@@ -192,6 +195,7 @@ class Embedding(Module):
         self.weight = Parameter([in_dim, out_dim], initial=init.Glorot())
 
     def __call__(self, source: Tensor) -> Tensor:
+        """The rows of ``weight`` at the indices ``source`` (sparse dim ``in_dim``)."""
         if source.sparse_dim != self.in_dim:
             raise ValueError(
                 f"rf.Embedding: indices have sparse_dim {source.sparse_dim}, "
@@ -210,6 +214,7 @@ class LayerNorm(Module):
         self.bias = Parameter([in_dim], initial=0.0)
 
     def __call__(self, x: Tensor) -> Tensor:
+        """``x`` normalised over ``in_dim``, scaled and shifted."""
         centered = x - _reduce_mean(x, axis=self.in_dim)
         variance = _reduce_mean(centered * centered, axis=self.in_dim)
         return centered * _rsqrt(variance + self.eps) * self.scale + self.bias

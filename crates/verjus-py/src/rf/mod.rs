@@ -1,8 +1,12 @@
 //! The RF frontend's handles: `Dim` and `Tensor` (`dim.rs`, `tensor.rs`,
 //! the operators in `operators.rs`), `RfOptimizer` (`optim.rs`), the ops
 //! as `rf_*` functions (`ops.rs`; slice, split, conv, pool in
-//! `window_ops.rs`), which `python/verjus/rf/` re-exports under RETURNN's
-//! names, and the default device that tensors are created on.
+//! `window_ops.rs`), and the default device that tensors are created on.
+//!
+//! [`register`] lists every binding once: `verjus.rf` re-exports the
+//! `exported` ones under RETURNN's names through the dict `rf_exports`, so a
+//! new op needs its binding (with its docstring, which is its Python doc and,
+//! through `scripts/gen_stub.py`, its type stub) and one line there.
 //!
 //! Everything here only converts arguments and calls `verjus::rf`, where
 //! the dim logic lives; ops compute with the GIL released, except tiny ops
@@ -19,7 +23,9 @@ pub(crate) use dim::PyDim;
 pub(crate) use tensor::PyTensor;
 
 use crate::error::to_py_err;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::sync::{Mutex, PoisonError};
 use verjus::rf::RfTensor;
 use verjus::{BackendRef, Device};
@@ -65,9 +71,13 @@ pub(crate) fn backend() -> PyResult<BackendRef> {
     Ok(be)
 }
 
-/// Makes `device` (`"cpu"`, `"cuda"`, `"cuda:N"`) the default: a bad name is
-/// a ValueError, a device that cannot be used here a RuntimeError, and the
-/// default stays.
+/// Makes ``device`` the default device: RF tensors made from Python
+/// (``convert_to_tensor``, ``full``, ``random_*``, ``range_over_dim``,
+/// ``Parameter``) are created there from now on; ops run where their operands
+/// are. A bad name is a ValueError, a device that cannot be used here a
+/// RuntimeError, and the default stays.
+///
+/// :param str device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``
 #[pyfunction]
 fn rf_set_default_device(device: &str) -> PyResult<()> {
     let be = crate::device::backend(device)?;
@@ -75,20 +85,91 @@ fn rf_set_default_device(device: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The default device's name (`"cpu"`, `"cuda:0"`, ...).
+/// The default device's name.
+///
+/// :return: ``"cpu"``, ``"cuda:0"``, ...
+/// :rtype: str
 #[pyfunction]
 fn rf_get_default_device() -> PyResult<String> {
     Ok(backend()?.device().to_string())
 }
 
-/// Adds the RF classes, `rf_batch_dim` and the `rf_*` functions to `m`.
+/// Adds the RF classes and functions to `m`, and the dict `rf_exports`:
+/// what `verjus.rf` re-exports as it is, by RETURNN's name (the function's
+/// name without `rf_`).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDim>()?;
     m.add_class::<PyTensor>()?;
     m.add_class::<optim::PyOptimizer>()?;
-    m.add("rf_batch_dim", PyDim(verjus::rf::batch_dim()))?;
-    m.add_function(wrap_pyfunction!(rf_set_default_device, m)?)?;
-    m.add_function(wrap_pyfunction!(rf_get_default_device, m)?)?;
-    window_ops::register(m)?;
-    ops::register(m)
+    let batch_dim = Bound::new(m.py(), PyDim(verjus::rf::batch_dim()))?;
+    m.add("rf_batch_dim", &batch_dim)?;
+    // `verjus.rf` re-exports these under their name without `rf_`.
+    let exported = [
+        wrap_pyfunction!(rf_set_default_device, m)?,
+        wrap_pyfunction!(rf_get_default_device, m)?,
+        wrap_pyfunction!(ops::rf_combine, m)?,
+        wrap_pyfunction!(ops::rf_compare, m)?,
+        wrap_pyfunction!(ops::rf_where, m)?,
+        wrap_pyfunction!(ops::rf_matmul, m)?,
+        wrap_pyfunction!(ops::rf_reduce_sum, m)?,
+        wrap_pyfunction!(ops::rf_reduce_mean, m)?,
+        wrap_pyfunction!(ops::rf_reduce_max, m)?,
+        wrap_pyfunction!(ops::rf_reduce_min, m)?,
+        wrap_pyfunction!(ops::rf_reduce_logsumexp, m)?,
+        wrap_pyfunction!(ops::rf_reduce_argmax, m)?,
+        wrap_pyfunction!(ops::rf_softmax, m)?,
+        wrap_pyfunction!(ops::rf_log_softmax, m)?,
+        wrap_pyfunction!(ops::rf_relu, m)?,
+        wrap_pyfunction!(ops::rf_gelu, m)?,
+        wrap_pyfunction!(ops::rf_sigmoid, m)?,
+        wrap_pyfunction!(ops::rf_tanh, m)?,
+        wrap_pyfunction!(ops::rf_exp, m)?,
+        wrap_pyfunction!(ops::rf_log, m)?,
+        wrap_pyfunction!(ops::rf_sqrt, m)?,
+        wrap_pyfunction!(ops::rf_rsqrt, m)?,
+        wrap_pyfunction!(ops::rf_abs, m)?,
+        wrap_pyfunction!(ops::rf_square, m)?,
+        wrap_pyfunction!(ops::rf_safe_log, m)?,
+        wrap_pyfunction!(ops::rf_cast, m)?,
+        wrap_pyfunction!(ops::rf_stop_gradient, m)?,
+        wrap_pyfunction!(ops::rf_gradient, m)?,
+        wrap_pyfunction!(ops::rf_sequence_mask, m)?,
+        wrap_pyfunction!(ops::rf_range_over_dim, m)?,
+        wrap_pyfunction!(ops::rf_one_hot, m)?,
+        wrap_pyfunction!(ops::rf_cross_entropy, m)?,
+        wrap_pyfunction!(ops::rf_concat, m)?,
+        wrap_pyfunction!(ops::rf_pad, m)?,
+        wrap_pyfunction!(ops::rf_full, m)?,
+        wrap_pyfunction!(ops::rf_expand_dim, m)?,
+        wrap_pyfunction!(ops::rf_merge_dims, m)?,
+        wrap_pyfunction!(ops::rf_split_dims, m)?,
+        wrap_pyfunction!(ops::rf_random_uniform, m)?,
+        wrap_pyfunction!(ops::rf_random_normal, m)?,
+        wrap_pyfunction!(ops::rf_set_random_seed, m)?,
+        wrap_pyfunction!(window_ops::rf_slice, m)?,
+    ];
+    // Called by the Python functions of python/verjus/rf/ that take
+    // RETURNN's arguments (`convert_to_tensor`, `zeros_like`, `dropout`,
+    // `gather`, `split`, `conv`, `pool`, ...).
+    let wrapped = [
+        wrap_pyfunction!(tensor::rf_from_numpy, m)?,
+        wrap_pyfunction!(ops::rf_full_like, m)?,
+        wrap_pyfunction!(ops::rf_dropout, m)?,
+        wrap_pyfunction!(ops::rf_gather, m)?,
+        wrap_pyfunction!(window_ops::rf_split, m)?,
+        wrap_pyfunction!(window_ops::rf_conv, m)?,
+        wrap_pyfunction!(window_ops::rf_pool, m)?,
+    ];
+    let exports = PyDict::new(m.py());
+    exports.set_item("batch_dim", batch_dim)?;
+    for f in exported {
+        let name: String = f.getattr(intern!(m.py(), "__name__"))?.extract()?;
+        let returnn_name = name.strip_prefix("rf_").unwrap_or(&name);
+        exports.set_item(returnn_name, &f)?;
+        m.add_function(f)?;
+    }
+    for f in wrapped {
+        m.add_function(f)?;
+    }
+    m.add("rf_exports", exports)
 }

@@ -17,6 +17,13 @@ fn tensors(params: Vec<PyRef<'_, PyTensor>>) -> Vec<RfTensor> {
 #[pymethods]
 impl PyOptimizer {
     /// SGD with optional (Nesterov) momentum and weight decay.
+    ///
+    /// :param list[Tensor] params: the parameters to update
+    /// :param float lr: the learning rate
+    /// :param float momentum: the momentum factor
+    /// :param bool nesterov: Nesterov momentum
+    /// :param float weight_decay: L2 weight decay
+    /// :rtype: RfOptimizer
     #[staticmethod]
     #[pyo3(signature = (params, *, lr, momentum = 0.0, nesterov = false, weight_decay = 0.0))]
     fn sgd(
@@ -37,7 +44,15 @@ impl PyOptimizer {
             .map_err(to_py_err)
     }
 
-    /// Adam (L2 weight decay) or, with `decoupled`, AdamW.
+    /// Adam (L2 weight decay) or, with ``decoupled``, AdamW.
+    ///
+    /// :param list[Tensor] params: the parameters to update
+    /// :param float lr: the learning rate
+    /// :param tuple[float, float] betas: the moments' decay rates
+    /// :param float eps: added to the denominator
+    /// :param float weight_decay: the weight decay
+    /// :param bool decoupled: decoupled weight decay (AdamW)
+    /// :rtype: RfOptimizer
     #[staticmethod]
     #[pyo3(signature = (params, *, lr, betas, eps, weight_decay, decoupled))]
     fn adam(
@@ -72,6 +87,8 @@ impl PyOptimizer {
     }
 
     /// The number of steps taken.
+    ///
+    /// :rtype: int
     #[getter]
     fn steps(&self) -> u64 {
         self.0.steps()

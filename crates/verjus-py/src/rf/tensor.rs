@@ -14,7 +14,16 @@ use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{fmt_dims, RfDType, RfTensor};
 use verjus::{DType, Tensor};
 
-/// A tensor whose axes are named by dims (see `verjus.rf`).
+/// A tensor whose axes are named by dims (see ``verjus.rf``): ops line
+/// operands up by dims, never by position, and the operators ``+ - * / **``,
+/// unary ``-`` and the comparisons combine with another Tensor (by dims) or a
+/// number. A one-element tensor has a truth value; a larger one raises
+/// ValueError (reduce it first).
+///
+/// ``Tensor(source)`` is another handle to the same tensor, for subclasses
+/// such as ``rf.Parameter``; ``convert_to_tensor`` makes tensors from values.
+///
+/// :param Tensor source: the tensor to refer to
 #[pyclass(name = "Tensor", module = "verjus.rf", frozen, subclass)]
 #[derive(Clone)]
 pub(crate) struct PyTensor(pub(crate) RfTensor);
@@ -38,8 +47,17 @@ fn host<T: Element + NpElement + Copy>(array: &Bound<'_, PyAny>) -> PyResult<Ten
     Tensor::from_vec(ro.shape(), data).map_err(to_py_err)
 }
 
-/// A tensor from a numpy array already of `dtype`'s storage
-/// type (the Python `convert_to_tensor` prepares it).
+/// A tensor from a numpy array of ``dtype``'s storage type (bool as
+/// float32), as ``verjus.rf.convert_to_tensor`` prepares it.
+///
+/// :param npt.NDArray[Any] array: the values, any memory layout
+/// :param Sequence[Dim] dims: one dim per axis, in order
+/// :param str dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``
+/// :param bool requires_grad: make it a leaf that gradients flow to
+/// :param Dim | None sparse_dim: the class dim that integer values index
+/// :param Dim | None feature_dim: the feature dim
+/// :return: the tensor, on the default device
+/// :rtype: Tensor
 #[pyfunction]
 #[pyo3(signature = (array, dims, dtype, requires_grad, sparse_dim, feature_dim))]
 pub(crate) fn rf_from_numpy(
@@ -71,22 +89,22 @@ pub(crate) fn rf_from_numpy(
 
 #[pymethods]
 impl PyTensor {
-    /// Another handle to `source` (so that Python subclasses such as
-    /// `rf.Parameter` can wrap a tensor).
     #[new]
     fn new(source: PyRef<'_, PyTensor>) -> PyTensor {
         PyTensor(source.0.clone())
     }
 
-    /// Backpropagates from this one-element tensor: adds `d self / d p` to
-    /// the `grad` of every leaf `p` it depends on (parameters).
+    /// Backpropagates from this one-element tensor: adds ``d self / d p`` to
+    /// the ``grad`` of every leaf ``p`` it depends on (parameters).
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
         let var = self.0.var().clone();
         py.detach(move || var.backward()).map_err(to_py_err)
     }
 
-    /// The gradient accumulated by `backward` (leaves only), with this
+    /// The gradient accumulated by ``backward`` (leaves only), with this
     /// tensor's dims; None before any.
+    ///
+    /// :rtype: Tensor | None
     #[getter]
     fn grad(&self) -> PyResult<Option<PyTensor>> {
         let Some(g) = self.0.var().grad() else {
@@ -108,8 +126,10 @@ impl PyTensor {
         self.0.var().zero_grad();
     }
 
-    /// Replaces the values of a leaf (a parameter) by `array` (float32, the
-    /// same shape); graphs recorded before keep the old values.
+    /// Replaces the values of a leaf (a parameter); graphs recorded before
+    /// keep the old values.
+    ///
+    /// :param npt.NDArray[np.float32] array: the new values, the same shape
     fn assign(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = host::<f32>(array)?;
         let var = self.0.var().clone();
@@ -117,42 +137,57 @@ impl PyTensor {
     }
 
     /// The dims, in raw-axis order.
+    ///
+    /// :rtype: tuple[Dim, ...]
     #[getter]
     fn dims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.0.dims().iter().map(|d| PyDim(d.clone())))
     }
 
-    /// `"float32"`, `"int32"`, `"int64"` or `"bool"`.
+    /// The dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``.
+    ///
+    /// :rtype: str
     #[getter]
     fn dtype(&self) -> &'static str {
         self.0.dtype().name()
     }
 
-    /// The class dim integer values index, if any.
+    /// The class dim that integer values index, if any.
+    ///
+    /// :rtype: Dim | None
     #[getter]
     fn sparse_dim(&self) -> Option<PyDim> {
         self.0.sparse_dim().cloned().map(PyDim)
     }
 
     /// The feature dim, if set.
+    ///
+    /// :rtype: Dim | None
     #[getter]
     fn feature_dim(&self) -> Option<PyDim> {
         self.0.feature_dim().cloned().map(PyDim)
     }
 
     /// The raw sizes, in dims order.
+    ///
+    /// :rtype: list[int]
     #[getter]
     fn shape(&self) -> Vec<usize> {
         self.0.sizes()
     }
 
     /// Whether gradients flow to this tensor.
+    ///
+    /// :rtype: bool
     #[getter]
     fn requires_grad(&self) -> bool {
         self.0.var().requires_grad()
     }
 
-    /// The values as a numpy array, axes in dims order.
+    /// The values as a numpy array, axes in dims order (a bool tensor as a
+    /// bool array).
+    ///
+    /// :rtype: npt.NDArray[Any]
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let t = self.0.clone();
         let host = py.detach(move || t.to_host()).map_err(to_py_err)?;
@@ -163,13 +198,18 @@ impl PyTensor {
         Ok(array)
     }
 
-    /// The values as a numpy array (RETURNN's name).
+    /// The values as a numpy array (RETURNN's name; see ``numpy``).
+    ///
+    /// :rtype: npt.NDArray[Any]
     #[getter]
     fn raw_tensor<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.numpy(py)
     }
 
-    /// The same values with the axes in the order of `dims`.
+    /// The same values with the axes in the order of ``dims``.
+    ///
+    /// :param Sequence[Dim] dims: all of this tensor's dims, in the new order
+    /// :rtype: Tensor
     fn copy_transpose(&self, py: Python<'_>, dims: Vec<PyRef<'_, PyDim>>) -> PyResult<PyTensor> {
         let (t, dims) = (self.0.clone(), dims_of(&dims));
         py.detach(move || t.copy_transpose(&dims))

@@ -1,6 +1,6 @@
 //! The RF ops that cut or slide along dims: `rf_slice`, `rf_split`,
 //! `rf_conv`, `rf_pool`. The Python wrappers in `verjus.rf` turn RETURNN's
-//! int-or-sequence arguments into the per-dim lists these take.
+//! int-or-sequence arguments into the per-dim lists the last three take.
 
 use super::tensor::dims_of as dims;
 use super::{PyDim, PyTensor};
@@ -29,10 +29,30 @@ fn pair(r: verjus::Result<(rf::RfTensor, Vec<Dim>)>) -> PyResult<(PyTensor, Vec<
     Ok((PyTensor(t), d.into_iter().map(PyDim).collect()))
 }
 
+/// Slicing along one dim: ``source[start:end:step]`` along ``axis``, or
+/// ``size`` entries from ``start`` (``x[start:start + size]``).
+///
+/// A slice of a dynamic dim from a non-negative ``start`` to its end is
+/// dynamic again, each sequence keeping its own frames from ``start`` on
+/// (lengths ``ceil((len - start) / step)``); a slice with an explicit ``end``
+/// or ``size`` is static, as in RETURNN. Negative positions count from the end
+/// of the axis; on a dynamic dim, whose end is the padded one, they are an
+/// error.
+///
+/// :param Tensor source: the tensor
+/// :param Dim axis: the dim to slice
+/// :param int | None start: the first position (default 0)
+/// :param int | None end: the end (excluded; default: the end of ``axis``)
+/// :param int | None step: a positive step (default 1)
+/// :param int | Dim | None size: how many entries to take from ``start``; a
+///   Dim is then the out dim
+/// :param Dim | None out_dim: reuse this dim for the result (its size must fit)
+/// :return: the slice and its new dim
+/// :rtype: tuple[Tensor, Dim]
 #[pyfunction]
 #[pyo3(signature = (source, *, axis, start = None, end = None, step = None, size = None, out_dim = None))]
 #[allow(clippy::too_many_arguments)] // RETURNN's keywords, one each
-fn rf_slice(
+pub(super) fn rf_slice(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     axis: PyRef<'_, PyDim>,
@@ -71,9 +91,18 @@ fn rf_slice(
     Ok((PyTensor(t), PyDim(d)))
 }
 
+/// ``source`` cut along ``axis`` into consecutive parts over ``out_dims``
+/// (``verjus.rf.split`` returns them as a tuple); gradients flow to each
+/// part's entries.
+///
+/// :param Tensor source: ``{..., axis}``
+/// :param Dim axis: a static dim (a dynamic one cannot be cut per sequence so)
+/// :param Sequence[Dim] out_dims: dims of known sizes adding up to ``axis``'s
+/// :return: one tensor per out dim, ``axis`` replaced by it
+/// :rtype: list[Tensor]
 #[pyfunction]
 #[pyo3(signature = (source, *, axis, out_dims))]
-fn rf_split(
+pub(super) fn rf_split(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     axis: PyRef<'_, PyDim>,
@@ -86,13 +115,37 @@ fn rf_split(
     Ok(parts.into_iter().map(PyTensor).collect())
 }
 
+/// 1-D or 2-D convolution over ``in_spatial_dims``, ``in_dim`` to ``out_dim``
+/// channels, with one entry per spatial dim in each window argument
+/// (``verjus.rf.conv`` takes RETURNN's ints and defaults).
+///
+/// ``padding="same"`` is RETURNN's consistent same padding (independent of
+/// the longest sequence); the padding frames of dynamic dims are set to 0
+/// first, so a sequence gives the same output in a batch as alone.
+///
+/// :param Tensor source: the input, over ``in_dim`` and ``in_spatial_dims``
+/// :param Dim in_dim: the input channels
+/// :param Dim out_dim: the output channels
+/// :param Sequence[Dim] in_spatial_dims: 1 or 2 spatial dims
+/// :param Sequence[Dim] | None out_spatial_dims: reuse these dims for the
+///   output's spatial dims
+/// :param Tensor filter: over ``[out_dim, in_dim (/ groups), *filter_size]``
+/// :param Sequence[Dim] filter_size: the filter's spatial dims
+/// :param str | Sequence[int] padding: ``"valid"``, ``"same"`` or entries
+///   padded on both sides, per spatial dim
+/// :param Sequence[int] strides: per spatial dim
+/// :param Sequence[int] dilation_rate: per spatial dim
+/// :param int groups: channel groups (``in_dim`` and ``out_dim`` divisible)
+/// :param Tensor | None bias: over ``[out_dim]``
+/// :return: the output (its feature dim ``out_dim``) and the out spatial dims
+/// :rtype: tuple[Tensor, list[Dim]]
 #[pyfunction]
 #[pyo3(signature = (
     source, *, in_dim, out_dim, in_spatial_dims, out_spatial_dims, filter, filter_size,
     padding, strides, dilation_rate, groups, bias
 ))]
 #[allow(clippy::too_many_arguments)] // RETURNN's keywords, one each
-fn rf_conv(
+pub(super) fn rf_conv(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     in_dim: PyRef<'_, PyDim>,
@@ -129,10 +182,30 @@ fn rf_conv(
     pair(py.detach(move || rf::conv(&x, &args)))
 }
 
+/// Max or average pooling over 1 or 2 spatial dims, with one entry per
+/// spatial dim in each window argument (``verjus.rf.pool`` takes RETURNN's
+/// ints and defaults).
+///
+/// Padding frames never take part: they never win a max (out frames past a
+/// sequence's end are 0, as in RETURNN) and an average divides by the number
+/// of real frames in the window. Dilation above 1 is not supported yet.
+///
+/// :param Tensor source: the input
+/// :param str mode: ``"max"`` or ``"avg"``
+/// :param Sequence[int] pool_size: the window, per spatial dim
+/// :param str | Sequence[int] padding: ``"valid"``, ``"same"`` or entries
+///   padded on both sides, per spatial dim
+/// :param Sequence[int] dilation_rate: per spatial dim
+/// :param Sequence[int] strides: per spatial dim
+/// :param Sequence[Dim] in_spatial_dims: 1 or 2 spatial dims
+/// :param Sequence[Dim] | None out_spatial_dims: reuse these dims for the
+///   output's spatial dims
+/// :return: the output and the out spatial dims
+/// :rtype: tuple[Tensor, list[Dim]]
 #[pyfunction]
 #[pyo3(signature = (source, *, mode, pool_size, padding, dilation_rate, strides, in_spatial_dims, out_spatial_dims))]
 #[allow(clippy::too_many_arguments)] // RETURNN's keywords, one each
-fn rf_pool(
+pub(super) fn rf_pool(
     py: Python<'_>,
     source: PyRef<'_, PyTensor>,
     mode: &str,
@@ -153,13 +226,4 @@ fn rf_pool(
     let (x, spatial) = (source.0.clone(), dims(&in_spatial_dims));
     let out = out_spatial_dims.map(|o| dims(&o));
     pair(py.detach(move || rf::pool(&x, kind, &window, &spatial, out)))
-}
-
-/// Adds the functions to `m`.
-pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(rf_slice, m)?)?;
-    m.add_function(wrap_pyfunction!(rf_split, m)?)?;
-    m.add_function(wrap_pyfunction!(rf_conv, m)?)?;
-    m.add_function(wrap_pyfunction!(rf_pool, m)?)?;
-    Ok(())
 }
