@@ -189,3 +189,32 @@ def test_log_softmax_cross_entropy_over_a_dynamic_dim() -> None:
     np.testing.assert_allclose(ce_logits.numpy()[mask], tce.detach().numpy()[mask], **VALUE_TOL)
     np.testing.assert_allclose(total.numpy(), (tce * t(mask)).sum().item(), **VALUE_TOL)
     np.testing.assert_allclose(dx.numpy(), tx.grad.numpy(), **GRAD_TOL)
+
+
+@pytest.mark.parametrize(
+    ("name", "reference"),
+    [
+        ("softplus", lambda x: torch.nn.functional.softplus(x)),
+        ("log_sigmoid", lambda x: torch.nn.functional.logsigmoid(x)),
+        ("gelu", lambda x: torch.nn.functional.gelu(x)),
+        ("sigmoid", torch.sigmoid),
+    ],
+)
+def test_elementwise_activation_values_and_gradients(name: str, reference) -> None:
+    """Over a wide range (where naive softplus overflows and naive log-sigmoid
+    loses everything): values and gradients as PyTorch's."""
+    feat = rf.Dim(64, name="feat")
+    xv = np.concatenate(
+        [np.linspace(-40, 40, 32), rng(8).standard_normal(32) * 3]
+    ).astype(np.float32)
+    r = rng(9).uniform(-1, 1, 64).astype(np.float32)
+    x = rf.convert_to_tensor(xv, dims=[feat], requires_grad=True)
+    y = getattr(rf, name)(x)
+    total = rf.reduce_sum(y * rf.convert_to_tensor(r, dims=[feat]), axis=feat)
+    dx = rf.gradient(total, x)
+
+    tx = t(xv, True)
+    ty = reference(tx)
+    (ty * t(r)).sum().backward()
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), **VALUE_TOL)
+    np.testing.assert_allclose(dx.numpy(), tx.grad.numpy(), **GRAD_TOL)

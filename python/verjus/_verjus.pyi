@@ -932,6 +932,22 @@ def rf_square(x: Tensor) -> Tensor:
     :rtype: Tensor
     """
 
+def rf_softplus(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))``, computed without overflow for large ``x``.
+
+    :param Tensor x: a float32 tensor
+    :return: the function of each entry, with ``x``'s dims
+    :rtype: Tensor
+    """
+
+def rf_log_sigmoid(x: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, finite where ``sigmoid(x)`` underflows to 0.
+
+    :param Tensor x: a float32 tensor
+    :return: the function of each entry, with ``x``'s dims
+    :rtype: Tensor
+    """
+
 def rf_safe_log(x: Tensor, *, eps: float = 1e-7) -> Tensor:
     """``log(max(x, eps))``: finite where ``x`` is 0, and so its gradient too.
 

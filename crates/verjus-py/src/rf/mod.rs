@@ -129,6 +129,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_rsqrt, m)?,
         wrap_pyfunction!(ops::rf_abs, m)?,
         wrap_pyfunction!(ops::rf_square, m)?,
+        wrap_pyfunction!(ops::rf_softplus, m)?,
+        wrap_pyfunction!(ops::rf_log_sigmoid, m)?,
         wrap_pyfunction!(ops::rf_safe_log, m)?,
         wrap_pyfunction!(ops::rf_cast, m)?,
         wrap_pyfunction!(ops::rf_stop_gradient, m)?,

@@ -356,6 +356,16 @@ unary_fn!(
 );
 unary_fn!(rf_abs, Abs, "The absolute value.");
 unary_fn!(rf_square, Square, "``x * x``.");
+unary_fn!(
+    rf_softplus,
+    Softplus,
+    "``log(1 + exp(x))``, computed without overflow for large ``x``."
+);
+unary_fn!(
+    rf_log_sigmoid,
+    LogSigmoid,
+    "``log(sigmoid(x))``, finite where ``sigmoid(x)`` underflows to 0."
+);
 
 /// ``log(max(x, eps))``: finite where ``x`` is 0, and so its gradient too.
 ///
