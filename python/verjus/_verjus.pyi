@@ -487,27 +487,9 @@ def rf_dropout(
     """Inverted dropout when ``train``; the mask varies over ``axis`` only (all dims if None)."""
 
 class RfOptimizer:
-    """An optimizer over RF parameters (``verjus.rf.SGD`` / ``Adam`` / ``AdamW`` wrap it)."""
+    """An optimizer over RF parameters (``verjus.optim``'s classes bind through it)."""
 
-    @staticmethod
-    def sgd(
-        params: list[Tensor],
-        *,
-        lr: float,
-        momentum: float = 0.0,
-        nesterov: bool = False,
-        weight_decay: float = 0.0,
-    ) -> RfOptimizer: ...
-    @staticmethod
-    def adam(
-        params: list[Tensor],
-        *,
-        lr: float,
-        betas: tuple[float, float],
-        eps: float,
-        weight_decay: float,
-        decoupled: bool,
-    ) -> RfOptimizer: ...
+    def __init__(self, params: list[Tensor], solver_json: str) -> None: ...
     def step(self) -> None: ...
     def zero_grad(self) -> None: ...
     @property

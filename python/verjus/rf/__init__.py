@@ -56,7 +56,8 @@ every op runs there on the autograd tape with the GIL released.
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
-- ``SGD``, ``Adam``, ``AdamW`` (``verjus.rf.optim``; they skip parameters with
+- ``SGD``, ``Adam``, ``AdamW`` (``verjus.optim``'s classes given the parameters
+  first, with schedules and clipping; they skip parameters with
   ``trainable=False``).
 """
 
