@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verjus import rf
+from verjus import optim, rf
 
 
 def test_gather_one_hot_and_cross_entropy() -> None:
@@ -167,6 +167,35 @@ def test_optimizers_train_a_model(make) -> None:
         opt.step()
     assert opt.steps == 60
     assert float(loss().numpy()) < 0.5 * first
+
+
+def test_rf_optimizers_are_the_trainers_with_schedules_and_clipping() -> None:
+    assert (rf.SGD, rf.Adam, rf.AdamW) == (optim.SGD, optim.Adam, optim.AdamW)
+    f = rf.Dim(2, name="f")
+    w = rf.Parameter([f], initial=0.0)
+    w.assign(np.array([3.0, 4.0], np.float32))
+    opt = rf.SGD([w], lr=0.1, schedule=optim.StepLR(step_size=1, gamma=0.5), clip_norm=1.0)
+    # Step 0: the gradient 2w = [6, 8] (norm 10) clipped to norm 1: w -= 0.1 * 2w / 10.
+    opt.zero_grad()
+    rf.reduce_sum(w * w, axis=f).backward()
+    opt.step()
+    w1 = np.array([3.0, 4.0]) * 0.98
+    np.testing.assert_allclose(w.numpy(), w1, rtol=1e-5)
+    # Step 1 at half the learning rate; the gradient 2 w1 has norm 9.8.
+    opt.zero_grad()
+    rf.reduce_sum(w * w, axis=f).backward()
+    opt.step()
+    np.testing.assert_allclose(w.numpy(), w1 * (1 - 0.05 * 2 / 9.8), rtol=1e-5)
+    assert opt.steps == 2
+    with pytest.raises(ValueError, match="clip_norm must"):
+        rf.Adam([w], clip_norm=-1.0)
+
+
+def test_an_optimizer_without_parameters_only_configures_a_trainer() -> None:
+    opt = optim.Adam(lr=1e-3)
+    for use in (opt.step, opt.zero_grad, lambda: opt.steps):
+        with pytest.raises(TypeError, match=r"has no parameters: give them first"):
+            use()
 
 
 def test_embedding_and_layer_norm() -> None:

@@ -577,55 +577,30 @@ class Tensor:
         """
 
 class RfOptimizer:
-    """An optimizer over a fixed list of RF parameters."""
+    """An optimizer over a fixed list of RF parameters, with the settings of
+    ``solver_json`` (a ``SolverConfig``: rule, schedule, clipping), which are
+    checked. The ``verjus.optim`` classes make it; use them.
+
+    :param list[Tensor] params: the parameters to update
+    :param str solver_json: the settings, as the ``verjus.optim`` classes write them
+    """
+    def __init__(self, params: list[Tensor], solver_json: str) -> None: ...
     @property
     def steps(self) -> int:
         """The number of steps taken.
 
         :rtype: int
         """
-    @staticmethod
-    def sgd(
-        params: list[Tensor],
-        *,
-        lr: float,
-        momentum: float = 0.0,
-        nesterov: bool = False,
-        weight_decay: float = 0.0,
-    ) -> RfOptimizer:
-        """SGD with optional (Nesterov) momentum and weight decay.
-
-        :param list[Tensor] params: the parameters to update
-        :param float lr: the learning rate
-        :param float momentum: the momentum factor
-        :param bool nesterov: Nesterov momentum
-        :param float weight_decay: L2 weight decay
-        :rtype: RfOptimizer
-        """
-    @staticmethod
-    def adam(
-        params: list[Tensor],
-        *,
-        lr: float,
-        betas: tuple[float, float],
-        eps: float,
-        weight_decay: float,
-        decoupled: bool,
-    ) -> RfOptimizer:
-        """Adam (L2 weight decay) or, with ``decoupled``, AdamW.
-
-        :param list[Tensor] params: the parameters to update
-        :param float lr: the learning rate
-        :param tuple[float, float] betas: the moments' decay rates
-        :param float eps: added to the denominator
-        :param float weight_decay: the weight decay
-        :param bool decoupled: decoupled weight decay (AdamW)
-        :rtype: RfOptimizer
-        """
     def step(self) -> None:
-        """One update of every parameter that has a gradient."""
+        """One update of every parameter that has a gradient.
+
+        :rtype: None
+        """
     def zero_grad(self) -> None:
-        """Clears every parameter's gradient."""
+        """Clears every parameter's gradient.
+
+        :rtype: None
+        """
 
 rf_batch_dim: Dim
 

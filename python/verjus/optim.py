@@ -1,25 +1,38 @@
-"""Optimizers and learning-rate schedules.
+"""Optimizers and learning-rate schedules, for the ``Trainer`` and for
+``verjus.rf`` models alike.
 
 These are settings, not algorithms: each object turns into the Rust solver's
 configuration (``SolverConfig`` JSON), and the update itself runs in Rust as a
 fused op on the parameters' device. The update equations are those of
-``torch.optim.SGD``, ``Adam`` and ``AdamW`` (see ``crates/verjus-nn/src/solver``),
-applied to the mean gradient of the actual batch.
+``torch.optim.SGD``, ``Adam`` and ``AdamW`` (see ``crates/verjus-core/src/optim``),
+the same for both uses. A ``Trainer`` applies them to the mean gradient of the
+actual batch:
 
     trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3))
     verjus.optim.SGD(lr=0.1, momentum=0.9, nesterov=True,
                      schedule=verjus.optim.StepLR(step_size=1000, gamma=0.5))
 
-Values are checked by the core when a ``Trainer`` is made: a bad one raises
-``ValueError`` naming the field.
+Given RF parameters first (as ``torch.optim``), an optimizer is bound to them
+and steps them itself, with the gradients ``backward`` left (``verjus.rf.SGD``,
+``Adam`` and ``AdamW`` are these classes). Parameters marked
+``trainable=False`` (RETURNN's flag on ``rf.Parameter``) are left out, as
+RETURNN's engine does:
+
+    opt = verjus.rf.Adam(model.parameters(), lr=1e-3, clip_norm=1.0)
+    opt.zero_grad(); loss.backward(); opt.step()
+
+Values are checked by the core when a ``Trainer`` is made or the optimizer is
+bound: a bad one raises ``ValueError`` naming the field. A bound optimizer
+reads its settings once, when it is made.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from verjus._config import dumps_finite
+from verjus._verjus import RfOptimizer, Tensor
 
 __all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineWarmup", "Optimizer", "Schedule", "StepLR"]
 
@@ -83,7 +96,10 @@ class CosineWarmup(Schedule):
 
 class Optimizer:
     """An update rule with a schedule and optional clipping of the mean
-    gradient to a global L2 norm (``clip_norm``)."""
+    gradient to a global L2 norm (``clip_norm``); bound to RF parameters when
+    made with them."""
+
+    _bound: RfOptimizer | None = None
 
     def __init__(self, lr: float, schedule: Schedule | None, clip_norm: float | None) -> None:
         if schedule is not None and not isinstance(schedule, Schedule):
@@ -109,12 +125,42 @@ class Optimizer:
         ``ValueError`` naming it (JSON has no such numbers)."""
         return dumps_finite(self.config(), type(self).__name__)
 
+    def _bind(self, params: Iterable[Tensor] | None) -> None:
+        """Binds to the trainable ones of ``params`` (if given), with the settings
+        as they are now; called last by each subclass's ``__init__``."""
+        if params is not None:
+            trainable = [p for p in params if getattr(p, "trainable", None) is not False]
+            self._bound = RfOptimizer(trainable, self.to_json())
+
+    def _rf(self) -> RfOptimizer:
+        if self._bound is None:
+            raise TypeError(
+                f"this {type(self).__name__} has no parameters: give them first "
+                f"({type(self).__name__}(model.parameters(), ...)) to step RF parameters; "
+                "a Trainer steps its network itself"
+            )
+        return self._bound
+
+    def step(self) -> None:
+        """One update of every bound parameter that has a gradient."""
+        self._rf().step()
+
+    def zero_grad(self) -> None:
+        """Clears every bound parameter's gradient."""
+        self._rf().zero_grad()
+
+    @property
+    def steps(self) -> int:
+        """The number of steps taken over the bound parameters."""
+        return self._rf().steps
+
 
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay."""
 
     def __init__(
         self,
+        params: Iterable[Tensor] | None = None,
         *,
         lr: float,
         momentum: float = 0.0,
@@ -129,6 +175,7 @@ class SGD(Optimizer):
         self.dampening = dampening
         self.nesterov = nesterov
         self.weight_decay = weight_decay
+        self._bind(params)
 
     def rule(self) -> dict[str, Any]:
         return {
@@ -155,6 +202,7 @@ class Adam(Optimizer):
 
     def __init__(
         self,
+        params: Iterable[Tensor] | None = None,
         *,
         lr: float = 1e-3,
         betas: Sequence[float] = (0.9, 0.999),
@@ -168,6 +216,7 @@ class Adam(Optimizer):
         self.betas = (float(beta1), float(beta2))
         self.eps = eps
         self.weight_decay = weight_decay
+        self._bind(params)
 
     def rule(self) -> dict[str, Any]:
         return {
@@ -195,6 +244,7 @@ class AdamW(Adam):
 
     def __init__(
         self,
+        params: Iterable[Tensor] | None = None,
         *,
         lr: float = 1e-3,
         betas: Sequence[float] = (0.9, 0.999),
@@ -204,6 +254,7 @@ class AdamW(Adam):
         clip_norm: float | None = None,
     ) -> None:
         super().__init__(
+            params,
             lr=lr,
             betas=betas,
             eps=eps,

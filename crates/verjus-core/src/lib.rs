@@ -8,6 +8,8 @@
 //! - [`rng`]: the Philox-4x32-10 stream all backends share, so random draws and
 //!   dropout masks are the same on every device;
 //! - [`autograd`]: an eager tape for the frontend, built on the same ops;
+//! - [`optim`]: the optimizers (update rules, schedules, clipping) that the
+//!   static graph's solver and the frontend's optimizers share;
 //! - one [`Error`] type.
 //!
 //! Backends live in their own crates (`verjus-native`, `verjus-cuda`) and are
@@ -20,6 +22,7 @@ mod dtype;
 mod error;
 pub mod math;
 pub mod ops;
+pub mod optim;
 pub mod rng;
 mod shape;
 mod tensor;

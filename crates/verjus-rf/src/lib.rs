@@ -25,7 +25,8 @@
 //!   appearance, the broadcast-all-sources check) and [`where_`];
 //! - `mask.rs`: [`sequence_mask`], [`range_over_dim`], masking by lengths;
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
-//! - `optim.rs`: [`Optimizer`] (SGD, Adam/AdamW) over parameters;
+//! - `optim.rs`: [`Optimizer`] (the static graph's solvers: SGD, Adam/AdamW,
+//!   schedules, clipping) over parameters;
 //! - `random.rs`: [`random_uniform`], [`random_normal`], [`dropout`] from one
 //!   Philox stream ([`set_random_seed`]);
 //! - `reduce.rs`: masked [`reduce`] (sum, mean, max, min, logsumexp), [`argmax`];
@@ -84,7 +85,7 @@ pub use index::{gather, one_hot};
 pub use loss::{cross_entropy, EstimatedType};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
-pub use optim::{Optimizer, Rule};
+pub use optim::Optimizer;
 pub use pool::{parse_pool_mode, pool};
 pub use random::{dropout, random_normal, random_uniform, set_random_seed};
 pub use reduce::{argmax, reduce, ReduceMode};

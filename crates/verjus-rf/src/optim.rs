@@ -1,104 +1,45 @@
-//! [`Optimizer`]: SGD (momentum, Nesterov, weight decay) and Adam/AdamW
-//! over RF parameters, with the fused update ops of `verjus_core::ops`.
+//! [`Optimizer`]: the solvers of [`verjus_core::optim`] (SGD with momentum,
+//! Nesterov and weight decay, Adam/AdamW, learning-rate schedules, clipping
+//! by global norm) over RF parameters.
 //!
-//! The optimizer keeps its own state per parameter (velocity, moments) in
-//! the order the parameters were given; [`Optimizer::step`] applies one
-//! update from each parameter's accumulated gradient, in place (graphs
-//! recorded before keep the old values), and skips parameters without one.
+//! The rules are the static graph's, called the same way; what is the RF
+//! frontend's own is the state: buffers (velocity, moments) and a step count
+//! per parameter, in the order the parameters were given. [`Optimizer::step`]
+//! applies one update from each parameter's accumulated gradient (the gradient
+//! of whatever loss `backward` ran on, taken as it is: a batch of 1), in place
+//! (graphs recorded before keep the old values), and skips parameters without
+//! one.
 
 use crate::{fmt_dims, RfTensor};
-use verjus_core::ops::{self, AdamHyper, SgdHyper};
-use verjus_core::{DType, Error, Result, Tensor};
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use verjus_core::optim::{GradNorm, SolverConfig};
+use verjus_core::{ops, DType, Error, Result, Tensor};
 
-/// The update rule and its hyperparameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rule {
-    Sgd {
-        lr: f32,
-        momentum: f32,
-        nesterov: bool,
-        weight_decay: f32,
-    },
-    Adam {
-        lr: f32,
-        betas: (f32, f32),
-        eps: f32,
-        weight_decay: f32,
-        decoupled: bool,
-    },
-}
-
-/// A rule's settings as the fused update kernels take them, for one step.
-enum Hyper {
-    Sgd(SgdHyper),
-    Adam(AdamHyper),
-}
-
-impl Rule {
-    /// The kernels' hyperparameters for step `step` (counting from 1).
-    fn hyper(&self, step: u64) -> Hyper {
-        match *self {
-            Rule::Sgd {
-                lr,
-                momentum,
-                nesterov,
-                weight_decay,
-            } => Hyper::Sgd(SgdHyper {
-                lr,
-                momentum,
-                dampening: 0.0,
-                nesterov,
-                weight_decay,
-                grad_scale: 1.0,
-                first_step: step == 1,
-            }),
-            Rule::Adam {
-                lr,
-                betas: (beta1, beta2),
-                eps,
-                weight_decay,
-                decoupled,
-            } => Hyper::Adam(AdamHyper {
-                lr,
-                beta1,
-                beta2,
-                eps,
-                weight_decay,
-                decoupled,
-                step,
-                grad_scale: 1.0,
-            }),
-        }
-    }
-
-    /// Checks the hyperparameters (the trainer's checks: a NaN learning rate
-    /// would make every parameter NaN at the first step); errors name the field.
-    fn validate(&self) -> Result<()> {
-        match self.hyper(1) {
-            Hyper::Sgd(hp) => hp.validate("SGD"),
-            Hyper::Adam(hp) => hp.validate(if hp.decoupled { "AdamW" } else { "Adam" }),
-        }
-    }
-}
-
-/// A parameter's optimizer state.
+/// A parameter and its optimizer state.
 struct Slot {
     param: RfTensor,
-    /// SGD's velocity, or Adam's first and second moments.
+    /// The rule's buffers, in the order of its `slot_names`.
     buffers: Vec<Tensor>,
+    /// Updates this parameter has taken (Adam's bias correction uses it; SGD's
+    /// velocity starts as the gradient when it is 0).
+    steps: u64,
 }
 
 /// An optimizer over a fixed list of parameters.
 pub struct Optimizer {
-    rule: Rule,
+    config: SolverConfig,
     slots: Vec<Slot>,
     step: u64,
+    norm: GradNorm,
 }
 
 impl Optimizer {
-    /// An optimizer for `params` (float32 leaves that require gradients).
-    pub fn new(params: Vec<RfTensor>, rule: Rule) -> Result<Optimizer> {
-        rule.validate()?;
+    /// An optimizer for `params` (float32 leaves that require gradients) with
+    /// the settings of `config`, which are checked.
+    pub fn new(params: Vec<RfTensor>, config: SolverConfig) -> Result<Optimizer> {
+        config.validate()?;
+        let count = config.rule.slot_names().len();
         let mut slots = Vec::with_capacity(params.len());
         for param in params {
             let var = param.var();
@@ -111,21 +52,21 @@ impl Optimizer {
                     ),
                 ));
             }
-            let count = match rule {
-                Rule::Sgd { momentum, .. } if momentum != 0.0 => 1,
-                Rule::Sgd { .. } => 0,
-                Rule::Adam { .. } => 2,
-            };
             let be = param.backend().clone();
             let buffers = (0..count)
                 .map(|_| ops::zeros(&*be, &var.shape(), DType::F32))
                 .collect::<Result<_>>()?;
-            slots.push(Slot { param, buffers });
+            slots.push(Slot {
+                param,
+                buffers,
+                steps: 0,
+            });
         }
         Ok(Optimizer {
-            rule,
+            config,
             slots,
             step: 0,
+            norm: GradNorm::default(),
         })
     }
 
@@ -141,24 +82,32 @@ impl Optimizer {
         }
     }
 
-    /// One update of every parameter that has a gradient.
+    /// One update of every parameter that has a gradient, at the learning rate
+    /// the schedule gives this step; with clipping on, the gradients that are
+    /// there are clipped together to the global norm.
     pub fn step(&mut self) -> Result<()> {
+        let step = self.step;
         self.step += 1;
-        let (rule, step) = (self.rule, self.step);
-        for slot in &mut self.slots {
+        let live: Vec<(&mut Slot, Arc<Tensor>)> = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| s.param.var().grad().map(|g| (s, g)))
+            .collect();
+        let Some(be) = live.first().map(|(s, _)| s.param.backend().clone()) else {
+            return Ok(());
+        };
+        let grads: Vec<&Tensor> = live.iter().map(|(_, g)| &**g).collect();
+        let plan = self
+            .config
+            .plan_step(&*be, step, &grads, NonZeroUsize::MIN, &mut self.norm)?;
+        let rule = self.config.rule;
+        for (slot, grad) in live {
             let var = slot.param.var().clone();
-            let Some(grad) = var.grad() else { continue };
             let be = var.backend().clone();
-            let buffers = &mut slot.buffers;
-            var.update_value(|p| match rule.hyper(step) {
-                Hyper::Sgd(hp) => ops::sgd_update(&*be, &hp, p, &grad, buffers.first_mut()),
-                Hyper::Adam(hp) => {
-                    let [m, v] = buffers.as_mut_slice() else {
-                        return Err(Error::invalid("adam", "missing moment buffers"));
-                    };
-                    ops::adam_update(&*be, &hp, p, &grad, m, v)
-                }
+            var.update_value(|p| {
+                rule.update(&*be, &plan, slot.steps, p, &grad, &mut slot.buffers)
             })?;
+            slot.steps += 1;
         }
         Ok(())
     }

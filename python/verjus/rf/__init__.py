@@ -35,7 +35,8 @@ Written in Python, on top of them:
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
-- ``SGD``, ``Adam``, ``AdamW`` (``verjus.rf.optim``; they skip parameters with
+- ``SGD``, ``Adam``, ``AdamW`` (``verjus.optim``'s classes given the parameters
+  first, with schedules and clipping; they skip parameters with
   ``trainable=False``);
 - ``RunCtx``, ``get_run_ctx``, ``init_train_step_run_ctx``,
   ``init_forward_step_run_ctx`` (``verjus.rf.run_ctx``).

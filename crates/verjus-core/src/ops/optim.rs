@@ -3,6 +3,10 @@
 //! `grad_scale` multiplies the raw gradient first; the trainer uses it to divide a
 //! summed gradient by the actual batch size and to apply global-norm clipping
 //! without another pass over memory.
+//!
+//! These are the kernels' arguments for one step of one parameter; the user's
+//! settings, their checks and how a step turns them into these arguments are in
+//! [`crate::optim`].
 
 use super::{check_f32_on, check_shape};
 use crate::{Backend, Error, Result, Tensor};
@@ -42,60 +46,6 @@ pub struct AdamHyper {
     /// The step number `t`, starting at 1.
     pub step: u64,
     pub grad_scale: f32,
-}
-
-/// `Err` from `op` saying that `field` must be finite and >= 0, unless it is.
-fn check_non_negative(op: &str, field: &str, value: f32) -> Result<()> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            op,
-            format!("{field} must be finite and >= 0, got {value}"),
-        ))
-    }
-}
-
-impl SgdHyper {
-    /// Checks the settings a user chooses (learning rate, momentum, dampening,
-    /// Nesterov, weight decay) before any step: errors from `op` (the
-    /// optimizer's name) name the field. The trainer and the RF optimizers share it.
-    pub fn validate(&self, op: &str) -> Result<()> {
-        let bad = |msg: String| Err(Error::invalid(op, msg));
-        check_non_negative(op, "lr", self.lr)?;
-        if !(0.0..1.0).contains(&self.momentum) {
-            return bad(format!("momentum must be in [0, 1), got {}", self.momentum));
-        }
-        if !(0.0..=1.0).contains(&self.dampening) {
-            return bad(format!(
-                "dampening must be in [0, 1], got {}",
-                self.dampening
-            ));
-        }
-        if self.nesterov && (self.momentum == 0.0 || self.dampening != 0.0) {
-            return bad("nesterov needs momentum > 0 and dampening = 0".into());
-        }
-        check_non_negative(op, "weight_decay", self.weight_decay)
-    }
-}
-
-impl AdamHyper {
-    /// Checks the settings a user chooses (learning rate, betas, eps, weight
-    /// decay) before any step: errors from `op` (the optimizer's name) name the
-    /// field. The trainer and the RF optimizers share it.
-    pub fn validate(&self, op: &str) -> Result<()> {
-        check_non_negative(op, "lr", self.lr)?;
-        for (field, beta) in [("beta1", self.beta1), ("beta2", self.beta2)] {
-            if !(0.0..1.0).contains(&beta) {
-                return Err(Error::invalid(
-                    op,
-                    format!("{field} must be in [0, 1), got {beta}"),
-                ));
-            }
-        }
-        check_non_negative(op, "eps", self.eps)?;
-        check_non_negative(op, "weight_decay", self.weight_decay)
-    }
 }
 
 /// One SGD step; `velocity` is required when `momentum != 0`.

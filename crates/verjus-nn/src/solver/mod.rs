@@ -5,6 +5,11 @@
 //! need ([`SolverState`]: moments and step counts, keyed by parameter name).
 //! [`SolverConfig`] is the settings without the state, as data (JSON).
 //!
+//! The rules, schedules, clipping and settings are [`verjus_core::optim`]'s,
+//! which the RF frontend's optimizers share; this module adds the static
+//! graph's side: state keyed by parameter name (so it survives a rebuild and
+//! goes into a checkpoint) and steps over the network's parameters.
+//!
 //! The network's gradients are *sums* over the batch. [`Solver::step`] takes the
 //! batch size of the step that produced them and passes
 //! `grad_scale = clip_factor / batch_size` to the fused update ops
@@ -20,26 +25,16 @@
 //! State buffers are allocated lazily, on the first step of each parameter, on
 //! the backend that runs the step.
 
-mod adam;
-mod clip;
-mod config;
-mod rule;
-mod schedule;
-mod sgd;
 mod state;
 #[cfg(test)]
 mod tests;
 
-pub use adam::Adam;
-pub use clip::clip_factor;
-pub use config::SolverConfig;
-pub use rule::UpdateRule;
-pub use schedule::LrSchedule;
-pub use sgd::Sgd;
 pub use state::{ParamState, SolverState};
+pub use verjus_core::optim::{clip_factor, Adam, LrSchedule, Sgd, SolverConfig, UpdateRule};
 
-use clip::GradNorm;
 use std::borrow::Borrow;
+use std::num::NonZeroUsize;
+use verjus_core::optim::GradNorm;
 use verjus_core::{Backend, Error, Result, Tensor};
 
 /// A parameter as the solver sees it: a name that keys its state, and its value.
@@ -140,22 +135,31 @@ impl Solver {
         self
     }
 
+    /// A fresh solver (no state) with the settings of `cfg`, which are checked.
+    pub fn from_config(cfg: SolverConfig) -> Result<Solver> {
+        let mut solver = Solver::new(cfg.rule).with_schedule(cfg.schedule);
+        solver.clip_norm = cfg.clip_norm;
+        solver.validate()?;
+        Ok(solver)
+    }
+
+    /// The settings (not the state) of this solver.
+    pub fn config(&self) -> SolverConfig {
+        SolverConfig {
+            rule: self.rule,
+            schedule: self.schedule,
+            clip_norm: self.clip_norm,
+        }
+    }
+
     /// Checks the rule, the schedule and the clipping norm.
     pub fn validate(&self) -> Result<()> {
-        self.rule.validate()?;
-        self.schedule.validate()?;
-        match self.clip_norm {
-            Some(c) if !(c.is_finite() && c > 0.0) => Err(Error::invalid(
-                "Solver",
-                format!("clip_norm must be finite and > 0, got {c}"),
-            )),
-            _ => Ok(()),
-        }
+        self.config().validate()
     }
 
     /// The learning rate the next step will use.
     pub fn lr(&self) -> f32 {
-        self.schedule.lr_at(self.rule.lr(), self.state.step())
+        self.config().lr_at(self.state.step())
     }
 
     /// The state: step count and per-parameter buffers.
@@ -197,10 +201,11 @@ impl Solver {
         grads: &[G],
         batch_size: usize,
     ) -> Result<StepStats> {
-        self.validate()?;
-        if batch_size == 0 {
+        let config = self.config();
+        config.validate()?;
+        let Some(batch) = NonZeroUsize::new(batch_size) else {
             return Err(Error::invalid("solver step", "the batch is empty"));
-        }
+        };
         if grads.len() != params.len() {
             return Err(Error::invalid(
                 "solver step",
@@ -221,23 +226,18 @@ impl Solver {
             }
             self.state.prepare(be, p.name(), p.value(), slots)?;
         }
-        let lr = self.lr();
-        let batch = batch_size as f32;
-        let (grad_norm, factor) = match self.clip_norm {
-            Some(max_norm) => {
-                let norm = self.norm.compute(be, grads)? / batch;
-                (Some(norm), clip_factor(norm, max_norm)?)
-            }
-            None => (None, 1.0),
-        };
-        let grad_scale = factor / batch;
+        let plan = config.plan_step(be, self.state.step(), grads, batch, &mut self.norm)?;
         for (p, g) in params.iter_mut().zip(grads) {
             let st = self.state.entry(p.name())?;
+            let value = p.value_mut();
             self.rule
-                .update(be, lr, grad_scale, p.value_mut(), g.borrow(), st)?;
+                .update(be, &plan, st.steps, value, g.borrow(), &mut st.slots)?;
             st.steps += 1;
         }
         self.state.finish_step();
-        Ok(StepStats { lr, grad_norm })
+        Ok(StepStats {
+            lr: plan.lr,
+            grad_norm: plan.grad_norm,
+        })
     }
 }

@@ -427,3 +427,34 @@ fn solver_config_round_trips_through_json() {
     let json = serde_json::to_string(&schedule).unwrap();
     assert_eq!(serde_json::from_str::<LrSchedule>(&json).unwrap(), schedule);
 }
+
+#[test]
+fn solver_from_config_checks_and_gives_it_back() {
+    let sgd: SolverConfig = serde_json::from_str(
+        r#"{"rule": {"Sgd": {"lr": 0.1, "momentum": 0.9}},
+            "schedule": {"Step": {"step_size": 10, "gamma": 0.5}}, "clip_norm": 1.0}"#,
+    )
+    .unwrap();
+    let solver = Solver::from_config(sgd).unwrap();
+    assert_eq!(
+        solver.rule,
+        UpdateRule::Sgd(Sgd {
+            momentum: 0.9,
+            ..Sgd::new(0.1)
+        })
+    );
+    assert_eq!(solver.clip_norm, Some(1.0));
+    assert_eq!(solver.config(), sgd);
+    let bad = |json: &str| {
+        let cfg: SolverConfig = serde_json::from_str(json).unwrap();
+        Solver::from_config(cfg).unwrap_err().to_string()
+    };
+    let err = bad(r#"{"rule": {"Adam": {"lr": 0.01, "beta1": 1.5}}}"#);
+    assert!(err.contains("beta1"), "{err}");
+    let err = bad(r#"{"rule": {"Sgd": {"lr": 0.1}}, "clip_norm": -1.0}"#);
+    assert!(err.contains("clip_norm"), "{err}");
+    let err = bad(
+        r#"{"rule": {"Sgd": {"lr": 0.1}}, "schedule": {"Step": {"step_size": 0, "gamma": 0.5}}}"#,
+    );
+    assert!(err.contains("step_size"), "{err}");
+}

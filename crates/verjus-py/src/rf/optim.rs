@@ -1,87 +1,48 @@
-//! `RfOptimizer`: a handle to [`verjus::rf::Optimizer`] (the Python classes
-//! `rf.SGD`, `rf.Adam`, `rf.AdamW` wrap it).
+//! `RfOptimizer`: a handle to [`verjus::rf::Optimizer`], made from the same
+//! `SolverConfig` JSON a `Trainer` takes (the `verjus.optim` classes write
+//! it, and bind to RF parameters through this class).
 
 use super::PyTensor;
-use crate::error::to_py_err;
+use crate::error::{json_err, to_py_err};
 use pyo3::prelude::*;
-use verjus::rf::{Optimizer, RfTensor, Rule};
+use verjus::core::optim::SolverConfig;
+use verjus::rf::{Optimizer, RfTensor};
 
-/// An optimizer over a fixed list of RF parameters.
+/// An optimizer over a fixed list of RF parameters, with the settings of
+/// ``solver_json`` (a ``SolverConfig``: rule, schedule, clipping), which are
+/// checked. The ``verjus.optim`` classes make it; use them.
+///
+/// :param list[Tensor] params: the parameters to update
+/// :param str solver_json: the settings, as the ``verjus.optim`` classes write them
 #[pyclass(name = "RfOptimizer", module = "verjus.rf")]
 pub(crate) struct PyOptimizer(Optimizer);
 
-fn tensors(params: Vec<PyRef<'_, PyTensor>>) -> Vec<RfTensor> {
-    params.iter().map(|p| p.0.clone()).collect()
-}
-
 #[pymethods]
 impl PyOptimizer {
-    /// SGD with optional (Nesterov) momentum and weight decay.
-    ///
-    /// :param list[Tensor] params: the parameters to update
-    /// :param float lr: the learning rate
-    /// :param float momentum: the momentum factor
-    /// :param bool nesterov: Nesterov momentum
-    /// :param float weight_decay: L2 weight decay
-    /// :rtype: RfOptimizer
-    #[staticmethod]
-    #[pyo3(signature = (params, *, lr, momentum = 0.0, nesterov = false, weight_decay = 0.0))]
-    fn sgd(
-        params: Vec<PyRef<'_, PyTensor>>,
-        lr: f32,
-        momentum: f32,
-        nesterov: bool,
-        weight_decay: f32,
-    ) -> PyResult<PyOptimizer> {
-        let rule = Rule::Sgd {
-            lr,
-            momentum,
-            nesterov,
-            weight_decay,
-        };
-        Optimizer::new(tensors(params), rule)
-            .map(PyOptimizer)
-            .map_err(to_py_err)
-    }
-
-    /// Adam (L2 weight decay) or, with ``decoupled``, AdamW.
-    ///
-    /// :param list[Tensor] params: the parameters to update
-    /// :param float lr: the learning rate
-    /// :param tuple[float, float] betas: the moments' decay rates
-    /// :param float eps: added to the denominator
-    /// :param float weight_decay: the weight decay
-    /// :param bool decoupled: decoupled weight decay (AdamW)
-    /// :rtype: RfOptimizer
-    #[staticmethod]
-    #[pyo3(signature = (params, *, lr, betas, eps, weight_decay, decoupled))]
-    fn adam(
-        params: Vec<PyRef<'_, PyTensor>>,
-        lr: f32,
-        betas: (f32, f32),
-        eps: f32,
-        weight_decay: f32,
-        decoupled: bool,
-    ) -> PyResult<PyOptimizer> {
-        let rule = Rule::Adam {
-            lr,
-            betas,
-            eps,
-            weight_decay,
-            decoupled,
-        };
-        Optimizer::new(tensors(params), rule)
+    /// An optimizer for ``params`` with the settings of ``solver_json`` (a
+    /// ``SolverConfig``: rule, schedule, clipping), which are checked.
+    #[new]
+    #[pyo3(signature = (params, solver_json))]
+    fn new(params: Vec<PyRef<'_, PyTensor>>, solver_json: &str) -> PyResult<PyOptimizer> {
+        let config: SolverConfig =
+            serde_json::from_str(solver_json).map_err(|e| json_err("solver_json", e))?;
+        let params: Vec<RfTensor> = params.iter().map(|p| p.0.clone()).collect();
+        Optimizer::new(params, config)
             .map(PyOptimizer)
             .map_err(to_py_err)
     }
 
     /// One update of every parameter that has a gradient.
+    ///
+    /// :rtype: None
     fn step(&mut self, py: Python<'_>) -> PyResult<()> {
         let opt = &mut self.0;
         py.detach(move || opt.step()).map_err(to_py_err)
     }
 
     /// Clears every parameter's gradient.
+    ///
+    /// :rtype: None
     fn zero_grad(&self) {
         self.0.zero_grad();
     }

@@ -1,14 +1,14 @@
 //! Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay.
 
-use super::ParamState;
+use super::{check_non_negative, StepPlan};
+use crate::ops::{self, SgdHyper};
+use crate::{Backend, Error, Result, Tensor};
 use serde::{Deserialize, Serialize};
-use verjus_core::ops::{self, SgdHyper};
-use verjus_core::{Backend, Result, Tensor};
 
 /// SGD hyperparameters, in PyTorch's formulation (`torch.optim.SGD`).
 ///
-/// With `ĝ = grad_scale · grad` the mean gradient over the batch (see
-/// [`super::Solver`]) and `η` the scheduled learning rate, one step is
+/// With `ĝ = grad_scale · grad` the (clipped) mean gradient over the batch (see
+/// [`StepPlan`]) and `η` the scheduled learning rate, one step is
 ///
 /// ```text
 /// g = ĝ + weight_decay · p
@@ -53,18 +53,23 @@ impl Sgd {
         }
     }
 
-    /// Checks the hyperparameters; errors name the field.
+    /// Checks the hyperparameters before any step; errors name the field.
     pub fn validate(&self) -> Result<()> {
-        SgdHyper {
-            lr: self.lr,
-            momentum: self.momentum,
-            dampening: self.dampening,
-            nesterov: self.nesterov,
-            weight_decay: self.weight_decay,
-            grad_scale: 1.0,
-            first_step: true,
+        let bad = |msg: String| Err(Error::invalid("Sgd", msg));
+        check_non_negative("Sgd", "lr", self.lr)?;
+        if !(0.0..1.0).contains(&self.momentum) {
+            return bad(format!("momentum must be in [0, 1), got {}", self.momentum));
         }
-        .validate("Sgd")
+        if !(0.0..=1.0).contains(&self.dampening) {
+            return bad(format!(
+                "dampening must be in [0, 1], got {}",
+                self.dampening
+            ));
+        }
+        if self.nesterov && (self.momentum == 0.0 || self.dampening != 0.0) {
+            return bad("nesterov needs momentum > 0 and dampening = 0".into());
+        }
+        check_non_negative("Sgd", "weight_decay", self.weight_decay)
     }
 
     /// The per-parameter state buffers: the velocity when momentum is on.
@@ -76,25 +81,26 @@ impl Sgd {
         }
     }
 
-    /// One fused step of one parameter; `state.slots` matches [`Self::slot_names`].
-    pub(crate) fn update(
+    /// One fused step of one parameter that has taken `steps` steps before;
+    /// `slots` matches [`Self::slot_names`].
+    pub fn update(
         &self,
         be: &dyn Backend,
-        lr: f32,
-        grad_scale: f32,
+        plan: &StepPlan,
+        steps: u64,
         param: &mut Tensor,
         grad: &Tensor,
-        state: &mut ParamState,
+        slots: &mut [Tensor],
     ) -> Result<()> {
         let hp = SgdHyper {
-            lr,
+            lr: plan.lr,
             momentum: self.momentum,
             dampening: self.dampening,
             nesterov: self.nesterov,
             weight_decay: self.weight_decay,
-            grad_scale,
-            first_step: state.steps == 0,
+            grad_scale: plan.grad_scale,
+            first_step: steps == 0,
         };
-        ops::sgd_update(be, &hp, param, grad, state.slots.first_mut())
+        ops::sgd_update(be, &hp, param, grad, slots.first_mut())
     }
 }

@@ -2,13 +2,13 @@
 //!
 //! The norm is computed on the device (square, sum per gradient, concatenate the
 //! partial sums, sum again) and only one scalar is read back. The clip factor is
-//! not applied in a separate pass: the solver folds it into the fused update's
-//! `grad_scale`, so clipping costs no extra pass over the gradients' memory
-//! beyond computing the norm.
+//! not applied in a separate pass: [`super::SolverConfig::plan_step`] folds it
+//! into the fused update's `grad_scale`, so clipping costs no extra pass over the
+//! gradients' memory beyond computing the norm.
 
+use crate::ops::{self, ReduceOp, UnaryOp};
+use crate::{Backend, DType, Error, Result, Shape, Tensor};
 use std::borrow::Borrow;
-use verjus_core::ops::{self, ReduceOp, UnaryOp};
-use verjus_core::{Backend, DType, Error, Result, Shape, Tensor};
 
 /// The factor that scales a gradient of global L2 norm `norm` to at most
 /// `max_norm` (PyTorch's `clip_grad_norm_`):
@@ -28,8 +28,9 @@ pub fn clip_factor(norm: f32, max_norm: f32) -> Result<f32> {
 
 /// Buffers for the global norm, reused from step to step (one gradient-sized
 /// buffer per gradient: the norm costs that much memory while clipping is on).
+/// A solver keeps one and lends it to [`super::SolverConfig::plan_step`].
 #[derive(Debug, Default)]
-pub(crate) struct GradNorm {
+pub struct GradNorm {
     /// The squared gradients.
     squares: Vec<Option<Tensor>>,
     /// One `[1]` partial sum per gradient.
@@ -42,7 +43,7 @@ pub(crate) struct GradNorm {
 
 impl GradNorm {
     /// `sqrt(sum over all gradients of sum(g²))`, computed on `be`'s device.
-    pub(crate) fn compute<G: Borrow<Tensor>>(
+    pub(super) fn compute<G: Borrow<Tensor>>(
         &mut self,
         be: &dyn Backend,
         grads: &[G],

@@ -3,8 +3,8 @@
 //! A schedule scales the optimizer's base learning rate; it keeps no state of its
 //! own, so restoring the solver's step count restores the schedule too.
 
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use verjus_core::{Error, Result};
 
 /// How the learning rate changes with the step number `t` (0 for the first step).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -1,15 +1,15 @@
 //! Adam and AdamW.
 
-use super::ParamState;
+use super::{check_non_negative, StepPlan};
+use crate::ops::{self, AdamHyper};
+use crate::{Backend, Error, Result, Tensor};
 use serde::{Deserialize, Serialize};
-use verjus_core::ops::{self, AdamHyper};
-use verjus_core::{Backend, Error, Result, Tensor};
 
 /// Adam hyperparameters (`torch.optim.Adam`, and `torch.optim.AdamW` when
 /// `decoupled`).
 ///
-/// With `ĝ = grad_scale · grad` the mean gradient over the batch (see
-/// [`super::Solver`]), `η` the scheduled learning rate and `t` the number of
+/// With `ĝ = grad_scale · grad` the (clipped) mean gradient over the batch (see
+/// [`StepPlan`]), `η` the scheduled learning rate and `t` the number of
 /// steps this parameter has taken, counting this one:
 ///
 /// ```text
@@ -79,19 +79,29 @@ impl Adam {
         }
     }
 
-    /// Checks the hyperparameters; errors name the field.
-    pub fn validate(&self) -> Result<()> {
-        AdamHyper {
-            lr: self.lr,
-            beta1: self.beta1,
-            beta2: self.beta2,
-            eps: self.eps,
-            weight_decay: self.weight_decay,
-            decoupled: self.decoupled,
-            step: 1,
-            grad_scale: 1.0,
+    /// The name errors use: `AdamW` when decoupled, else `Adam`.
+    fn name(&self) -> &'static str {
+        if self.decoupled {
+            "AdamW"
+        } else {
+            "Adam"
         }
-        .validate(if self.decoupled { "AdamW" } else { "Adam" })
+    }
+
+    /// Checks the hyperparameters before any step; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        let op = self.name();
+        check_non_negative(op, "lr", self.lr)?;
+        for (field, beta) in [("beta1", self.beta1), ("beta2", self.beta2)] {
+            if !(0.0..1.0).contains(&beta) {
+                return Err(Error::invalid(
+                    op,
+                    format!("{field} must be in [0, 1), got {beta}"),
+                ));
+            }
+        }
+        check_non_negative(op, "eps", self.eps)?;
+        check_non_negative(op, "weight_decay", self.weight_decay)
     }
 
     /// The per-parameter state buffers: first and second moments.
@@ -99,27 +109,28 @@ impl Adam {
         &["m", "v"]
     }
 
-    /// One fused step of one parameter; `state.slots` is `[m, v]`.
-    pub(crate) fn update(
+    /// One fused step of one parameter that has taken `steps` steps before;
+    /// `slots` is `[m, v]`.
+    pub fn update(
         &self,
         be: &dyn Backend,
-        lr: f32,
-        grad_scale: f32,
+        plan: &StepPlan,
+        steps: u64,
         param: &mut Tensor,
         grad: &Tensor,
-        state: &mut ParamState,
+        slots: &mut [Tensor],
     ) -> Result<()> {
         let hp = AdamHyper {
-            lr,
+            lr: plan.lr,
             beta1: self.beta1,
             beta2: self.beta2,
             eps: self.eps,
             weight_decay: self.weight_decay,
             decoupled: self.decoupled,
-            step: state.steps + 1,
-            grad_scale,
+            step: steps + 1,
+            grad_scale: plan.grad_scale,
         };
-        match state.slots.as_mut_slice() {
+        match slots {
             [m, v] => ops::adam_update(be, &hp, param, grad, m, v),
             other => Err(Error::invalid(
                 "adam_update",

@@ -1,15 +1,16 @@
 //! A solver's configuration as data: what the Python bindings (and a
 //! checkpoint) pass around as JSON, without the state.
 //!
-//! [`Solver`] itself carries state (moments, step counts) that is not plain
-//! data; [`SolverConfig`] is the part a user writes. Reading one validates it, so
-//! a bad setting is an error naming the field before any training starts.
+//! A solver itself carries state (moments, step counts) that is not plain
+//! data; [`SolverConfig`] is the part a user writes, and the same for the static
+//! graph's solver and the RF optimizers. Checking one before training names the
+//! bad field.
 
-use super::{LrSchedule, Solver, UpdateRule};
+use super::{LrSchedule, UpdateRule};
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
-use verjus_core::Result;
 
-/// Rule, schedule and clipping of a [`Solver`]. In JSON:
+/// Rule, schedule and clipping of a solver. In JSON:
 ///
 /// ```json
 /// {"rule": {"Adam": {"lr": 0.001}}, "schedule": "Constant", "clip_norm": null}
@@ -40,29 +41,30 @@ impl From<UpdateRule> for SolverConfig {
     }
 }
 
-impl Solver {
-    /// A fresh solver (no state) with the settings of `cfg`, which are checked.
-    pub fn from_config(cfg: SolverConfig) -> Result<Solver> {
-        let mut solver = Solver::new(cfg.rule).with_schedule(cfg.schedule);
-        solver.clip_norm = cfg.clip_norm;
-        solver.validate()?;
-        Ok(solver)
+impl SolverConfig {
+    /// Checks the rule, the schedule and the clipping norm; errors name the field.
+    pub fn validate(&self) -> Result<()> {
+        self.rule.validate()?;
+        self.schedule.validate()?;
+        match self.clip_norm {
+            Some(c) if !(c.is_finite() && c > 0.0) => Err(Error::invalid(
+                "Solver",
+                format!("clip_norm must be finite and > 0, got {c}"),
+            )),
+            _ => Ok(()),
+        }
     }
 
-    /// The settings (not the state) of this solver.
-    pub fn config(&self) -> SolverConfig {
-        SolverConfig {
-            rule: self.rule,
-            schedule: self.schedule,
-            clip_norm: self.clip_norm,
-        }
+    /// The learning rate of solver step `step` (0 for the first).
+    pub fn lr_at(&self, step: u64) -> f32 {
+        self.schedule.lr_at(self.rule.lr(), step)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solver::{Adam, Sgd};
+    use crate::optim::{Adam, Sgd};
 
     #[test]
     fn json_shape_and_defaults() {
@@ -86,16 +88,25 @@ mod tests {
                 "schedule": {"Step": {"step_size": 10, "gamma": 0.5}}, "clip_norm": 1.0}"#,
         )
         .unwrap();
-        let solver = Solver::from_config(sgd).unwrap();
+        sgd.validate().unwrap();
         assert_eq!(
-            solver.rule,
+            sgd.rule,
             UpdateRule::Sgd(Sgd {
                 momentum: 0.9,
                 ..Sgd::new(0.1)
             })
         );
-        assert_eq!(solver.clip_norm, Some(1.0));
-        assert_eq!(solver.config(), sgd);
+        assert_eq!(sgd.clip_norm, Some(1.0));
+        assert_eq!(
+            sgd.schedule,
+            LrSchedule::Step {
+                step_size: 10,
+                gamma: 0.5
+            }
+        );
+        // The schedule scales the rule's learning rate.
+        assert_eq!(sgd.lr_at(0), 0.1);
+        assert_eq!(sgd.lr_at(10), 0.05);
         let cosine: SolverConfig = serde_json::from_str(
             r#"{"rule": {"Sgd": {"lr": 0.1}},
                 "schedule": {"Cosine": {"warmup_steps": 1, "total_steps": 5, "min_lr": 0.0}}}"#,
@@ -123,7 +134,7 @@ mod tests {
         }
         let bad = |json: &str| {
             let cfg: SolverConfig = serde_json::from_str(json).unwrap();
-            Solver::from_config(cfg).unwrap_err().to_string()
+            cfg.validate().unwrap_err().to_string()
         };
         let err = bad(r#"{"rule": {"Adam": {"lr": 0.01, "beta1": 1.5}}}"#);
         assert!(err.contains("beta1"), "{err}");

@@ -1,11 +1,11 @@
-//! The update rule a [`super::Solver`] applies: one of the optimizers.
+//! The update rule a solver applies: one of the optimizers.
 //!
 //! An enum rather than a trait object, so that a solver's configuration is plain
 //! data (serde) that a checkpoint can store beside its state.
 
-use super::{Adam, ParamState, Sgd};
+use super::{Adam, Sgd, StepPlan};
+use crate::{Backend, Result, Tensor};
 use serde::{Deserialize, Serialize};
-use verjus_core::{Backend, Result, Tensor};
 
 /// Which optimizer updates the parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,26 +53,28 @@ impl UpdateRule {
 
     /// The state buffers that can never hold a negative value (Adam's second
     /// moment, a running mean of squares): a checkpoint's are checked on load.
-    pub(crate) fn nonnegative_slots(&self) -> &'static [&'static str] {
+    pub fn nonnegative_slots(&self) -> &'static [&'static str] {
         match self {
             UpdateRule::Sgd(_) => &[],
             UpdateRule::Adam(_) => &["v"],
         }
     }
 
-    /// One fused step of one parameter.
-    pub(crate) fn update(
+    /// One fused step of one parameter that has taken `steps` steps before
+    /// (its first step is `steps == 0`); `slots` are its state buffers, in the
+    /// order of [`Self::slot_names`].
+    pub fn update(
         &self,
         be: &dyn Backend,
-        lr: f32,
-        grad_scale: f32,
+        plan: &StepPlan,
+        steps: u64,
         param: &mut Tensor,
         grad: &Tensor,
-        state: &mut ParamState,
+        slots: &mut [Tensor],
     ) -> Result<()> {
         match self {
-            UpdateRule::Sgd(s) => s.update(be, lr, grad_scale, param, grad, state),
-            UpdateRule::Adam(a) => a.update(be, lr, grad_scale, param, grad, state),
+            UpdateRule::Sgd(s) => s.update(be, plan, steps, param, grad, slots),
+            UpdateRule::Adam(a) => a.update(be, plan, steps, param, grad, slots),
         }
     }
 }
