@@ -113,6 +113,13 @@ impl Layer for Conv2d {
             dw: Some(dw),
             db,
         };
-        grad::conv2d(be, io.x.get(0)?, io.params.get(0)?, io.dy, self.params, grads)
+        grad::conv2d(
+            be,
+            io.x.get(0)?,
+            io.params.get(0)?,
+            io.dy,
+            self.params,
+            grads,
+        )
     }
 }

@@ -21,6 +21,9 @@ pub(crate) mod pool;
 mod reshape;
 mod softmax;
 
+#[cfg(test)]
+mod tests;
+
 use crate::def::LayerConfig;
 use crate::descriptor::Init;
 use crate::parameter::Parameter;
