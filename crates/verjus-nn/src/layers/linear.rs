@@ -105,18 +105,18 @@ impl Linear {
     fn flat_scratch(&self) -> usize {
         usize::from(self.bias)
     }
+}
 
-    /// The forward's product `x W^T` (the bias is accumulated onto it).
-    fn product(&self) -> GemmSpec {
-        GemmSpec::new(false, true)
-    }
+/// The forward's product `x W^T` (the bias is accumulated onto it).
+fn product() -> GemmSpec {
+    GemmSpec::new(false, true)
 }
 
 impl Layer for Linear {
     fn forward(&self, be: &dyn Backend, io: Forward<'_>) -> Result<()> {
         let x = io.x.get(0)?;
         let w = io.params.get(0)?;
-        let mut spec = self.product();
+        let mut spec = product();
         if self.bias {
             let ones = scratch_at(io.scratch, 0)?;
             ops::binary(be, BinaryOp::Mul, ones, io.params.get(1)?, io.y)?;
@@ -132,12 +132,12 @@ impl Layer for Linear {
             .get_mut(self.flat_scratch()..)
             .ok_or_else(|| internal("scratch buffer missing"))?;
         let dw = io.dparams.get(0)?;
-        grad::matmul(be, Operand::B, x, dy, self.product(), dw, matrices)?;
+        grad::matmul(be, Operand::B, x, dy, product(), dw, matrices)?;
         if self.bias {
             grad::sum_to(be, dy, io.dparams.get(1)?)?;
         }
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            grad::matmul(be, Operand::A, w, dy, self.product(), dx, &mut [])?;
+            grad::matmul(be, Operand::A, w, dy, product(), dx, &mut [])?;
         }
         Ok(())
     }
