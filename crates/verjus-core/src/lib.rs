@@ -7,6 +7,8 @@
 //!   validating functions in [`ops`];
 //! - [`rng`]: the Philox-4x32-10 stream all backends share, so random draws and
 //!   dropout masks are the same on every device;
+//! - [`grad`]: each op's gradient rule, written once into caller-provided
+//!   tensors, which both the tape and the static graph's layers call;
 //! - [`autograd`]: an eager tape for the frontend, built on the same ops;
 //! - [`optim`]: the optimizers (update rules, schedules, clipping) that the
 //!   static graph's solver and the frontend's optimizers share;
@@ -20,6 +22,7 @@ mod backend;
 mod device;
 mod dtype;
 mod error;
+pub mod grad;
 pub mod math;
 pub mod ops;
 pub mod optim;

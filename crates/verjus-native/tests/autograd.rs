@@ -309,6 +309,23 @@ fn dropout_reuses_its_mask() {
 }
 
 #[test]
+fn select_sums_each_branch_over_its_broadcast_axes() {
+    let cond = || {
+        let mask = (0..24).map(|i| f32::from(i % 3 != 1)).collect();
+        Var::constant(tensor(&[2, 3, 4], mask), be()).unwrap()
+    };
+    let x = input(&[3, 1], away_from_zero(20, 3));
+    let y = input(&[4], away_from_zero(21, 4));
+    gradcheck("select [3, 1] / [4]", vec![x, y.clone()], |v| {
+        Var::select(&cond(), &v[0], &v[1])
+    });
+    let full = input(&[2, 3, 4], away_from_zero(22, 24));
+    gradcheck("select [2, 3, 4] / [4]", vec![full, y], |v| {
+        Var::select(&cond(), &v[0], &v[1])
+    });
+}
+
+#[test]
 fn index_select_adds_up_repeated_indices() {
     let x = input(&[4, 3], uniform(21, 12, -1.0, 1.0));
     gradcheck("index_select axis 0", vec![x.clone()], |v| {

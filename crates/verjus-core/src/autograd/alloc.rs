@@ -1,4 +1,5 @@
-//! Allocate-and-call helpers: the eager ops write into fresh tensors.
+//! Allocate-and-call helpers: the eager ops, and the gradient rules of
+//! [`crate::grad`] their backward closures call, write into fresh tensors.
 
 use crate::ops::{self, BinaryOp};
 use crate::{Backend, DType, Result, Shape, Tensor};
@@ -6,6 +7,11 @@ use crate::{Backend, DType, Result, Shape, Tensor};
 /// A zero-filled f32 tensor on the backend's device.
 pub(crate) fn zeros(be: &dyn Backend, shape: &Shape) -> Result<Tensor> {
     ops::zeros(be, shape, DType::F32)
+}
+
+/// Zero-filled f32 tensors of the given shapes (a gradient rule's scratch).
+pub(crate) fn all_zeros(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tensor>> {
+    shapes.iter().map(|s| zeros(be, s)).collect()
 }
 
 /// `a + b` in a fresh tensor (same shapes: gradient accumulation).

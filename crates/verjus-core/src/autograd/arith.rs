@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::{need, BackwardFn};
 use super::var::Var;
+use crate::grad;
 use crate::ops::{self, BinaryOp, BinaryPlan};
 use crate::Result;
 use std::sync::Arc;
@@ -61,7 +62,7 @@ impl Var {
             let mut db = need(needs, 1)
                 .then(|| alloc::zeros(be, b.shape()))
                 .transpose()?;
-            ops::binary_backward(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
+            grad::binary(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
             Ok(vec![da, db])
         });
         Ok(Var::from_op(

@@ -3,8 +3,9 @@
 use super::alloc;
 use super::node::{need, BackwardFn};
 use super::var::Var;
+use crate::grad::{self, Conv2dGrads};
 use crate::ops::{self, Conv2dParams, Conv2dPlan};
-use crate::Result;
+use crate::{Result, Shape};
 use std::sync::Arc;
 
 impl Var {
@@ -19,26 +20,23 @@ impl Var {
         ops::conv2d(&**be, &x, &w, b.as_deref(), params, &mut y)?;
         let bias_shape = b.map(|b| b.shape().clone());
         let backward: BackwardFn = Box::new(move |be, dy, needs| {
-            let dx = need(needs, 0)
-                .then(|| {
-                    let mut dx = alloc::zeros(be, x.shape())?;
-                    ops::conv2d_backward_data(be, &dy, &w, params, &mut dx).map(|()| dx)
-                })
-                .transpose()?;
-            let dw = need(needs, 1)
-                .then(|| {
-                    let mut dw = alloc::zeros(be, w.shape())?;
-                    ops::conv2d_backward_filter(be, &x, &dy, params, &mut dw).map(|()| dw)
-                })
-                .transpose()?;
+            let fresh = |i: usize, shape: Option<&Shape>| {
+                shape
+                    .filter(|_| need(needs, i))
+                    .map(|s| alloc::zeros(be, s))
+                    .transpose()
+            };
+            let mut dx = fresh(0, Some(x.shape()))?;
+            let mut dw = fresh(1, Some(w.shape()))?;
+            let mut db = fresh(2, bias_shape.as_ref())?;
+            let grads = Conv2dGrads {
+                dx: dx.as_mut(),
+                dw: dw.as_mut(),
+                db: db.as_mut(),
+            };
+            grad::conv2d(be, &x, &w, &dy, params, grads)?;
             let mut grads = vec![dx, dw];
-            if let Some(shape) = &bias_shape {
-                let db = need(needs, 2)
-                    .then(|| {
-                        let mut db = alloc::zeros(be, shape)?;
-                        ops::conv2d_backward_bias(be, &dy, &mut db).map(|()| db)
-                    })
-                    .transpose()?;
+            if bias_shape.is_some() {
                 grads.push(db);
             }
             Ok(grads)

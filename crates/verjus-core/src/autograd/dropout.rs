@@ -6,8 +6,8 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
-use crate::ops;
 use crate::Result;
+use crate::{grad, ops};
 use std::sync::Arc;
 
 impl Var {
@@ -21,7 +21,7 @@ impl Var {
         ops::dropout(&**be, &x, p, seed, offset, &mut y)?;
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, dy.shape())?;
-            ops::dropout_backward(be, &dy, p, seed, offset, &mut dx)?;
+            grad::dropout(be, &dy, p, seed, offset, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         Ok(Var::from_op("dropout", Arc::new(y), be, &[self], backward))

@@ -3,7 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
-use crate::ops;
+use crate::{grad, ops};
 use crate::{Result, Shape};
 use std::sync::Arc;
 
@@ -22,7 +22,7 @@ impl Var {
         let x_shape = x.shape().clone();
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, &x_shape)?;
-            ops::index_add(be, &dy, axis, &idx, &mut dx)?;
+            grad::index_select(be, &dy, axis, &idx, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         Ok(Var::from_op(

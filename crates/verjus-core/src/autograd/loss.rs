@@ -2,12 +2,13 @@
 //!
 //! The fused op gives the logits' gradient in the same pass as the losses, so
 //! the forward computes it (with scale 1) when recording and the node saves
-//! it; the backward only scales each row by the incoming per-example gradient.
+//! it; the backward ([`crate::grad::softmax_cross_entropy`]) only scales each
+//! row by the incoming per-example gradient.
 
 use super::alloc;
 use super::node::{recording, BackwardFn};
 use super::var::Var;
-use crate::ops::{self, BinaryOp};
+use crate::{grad, ops};
 use crate::{Result, Shape};
 use std::sync::Arc;
 
@@ -37,7 +38,7 @@ impl Var {
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let dy = dy.reshape([n, 1])?;
             let mut dx = alloc::zeros(be, dlogits.shape())?;
-            ops::binary(be, BinaryOp::Mul, &dlogits, &dy, &mut dx)?;
+            grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         Ok(Var::from_op(

@@ -21,8 +21,10 @@
 //! summing across calls as PyTorch does. [`grad`] computes the same gradients
 //! for chosen inputs and returns them instead, leaving the slots alone.
 //!
-//! Backward closures compute with plain tensor ops, so nothing they do is
-//! recorded: first-order gradients only.
+//! Backward closures allocate the inputs' gradients and call the op's rule in
+//! [`crate::grad`], the one the static graph's layers call too. The rules
+//! compute with plain tensor ops, so nothing they do is recorded: first-order
+//! gradients only.
 //!
 //! # Files
 //!

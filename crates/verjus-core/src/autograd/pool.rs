@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
+use crate::grad;
 use crate::ops::{self, Pool2dParams, Pool2dPlan, PoolKind};
 use crate::Result;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ impl Var {
         let saved_y = y.clone();
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, x.shape())?;
-            ops::pool2d_backward(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
+            grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         let name = match kind {

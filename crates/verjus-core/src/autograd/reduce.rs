@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
+use crate::grad;
 use crate::ops::{self, ReduceOp, ReducePlan};
 use crate::Result;
 use std::sync::Arc;
@@ -59,7 +60,7 @@ impl Var {
         let axes = axes.to_vec();
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, x.shape())?;
-            ops::reduce_backward(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
+            grad::reduce(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         Ok(Var::from_op(op.name(), y, be, &[self], backward))

@@ -3,8 +3,9 @@
 use super::alloc;
 use super::node::{need, BackwardFn};
 use super::var::Var;
-use crate::ops::{self, ReduceOp, SelectPlan};
-use crate::{Backend, Result, Shape, Tensor};
+use crate::grad::{self, SelectGrads};
+use crate::ops::{self, SelectPlan};
+use crate::{Result, Shape};
 use std::sync::Arc;
 
 impl Var {
@@ -20,20 +21,22 @@ impl Var {
         let mut out = alloc::zeros(&**be, &plan.out)?;
         ops::select(&**be, &c, &xv, &yv, &mut out)?;
         let (x_shape, y_shape) = (xv.shape().clone(), yv.shape().clone());
-        let backward: BackwardFn = Box::new(move |be, dy, needs| {
+        let backward: BackwardFn = Box::new(move |be, dout, needs| {
             let zero = alloc::zeros(be, &Shape::scalar())?;
-            let mut grads = vec![None];
-            for (i, shape) in [(1, &x_shape), (2, &y_shape)] {
-                if !need(needs, i) {
-                    grads.push(None);
-                    continue;
-                }
-                let mut full = alloc::zeros(be, dy.shape())?;
-                let (on, off) = if i == 1 { (&dy, &zero) } else { (&zero, &dy) };
-                ops::select(be, &c, on, off, &mut full)?;
-                grads.push(Some(sum_to(be, full, shape)?));
-            }
-            Ok(grads)
+            let fresh = |i: usize, shape: &Shape| {
+                need(needs, i).then(|| alloc::zeros(be, shape)).transpose()
+            };
+            let (mut dx, mut dy) = (fresh(1, &x_shape)?, fresh(2, &y_shape)?);
+            let summed = [&dx, &dy]
+                .iter()
+                .any(|g| g.as_ref().is_some_and(|g| g.shape() != dout.shape()));
+            let mut scratch = summed.then(|| alloc::zeros(be, dout.shape())).transpose()?;
+            let grads = SelectGrads {
+                dx: dx.as_mut(),
+                dy: dy.as_mut(),
+            };
+            grad::select(be, &c, &dout, &zero, grads, scratch.as_mut())?;
+            Ok(vec![None, dx, dy])
         });
         Ok(Var::from_op(
             "select",
@@ -43,22 +46,4 @@ impl Var {
             backward,
         ))
     }
-}
-
-/// `g` summed over the axes along which `target` was broadcast to `g`'s shape.
-fn sum_to(be: &dyn Backend, g: Tensor, target: &Shape) -> Result<Tensor> {
-    if g.shape() == target {
-        return Ok(g);
-    }
-    let out = g.dims();
-    let offset = out.len() - target.rank();
-    let axes: Vec<usize> = (0..out.len())
-        .filter(|&i| i < offset || (target.dims()[i - offset] == 1 && out[i] != 1))
-        .collect();
-    let keep: Vec<usize> = (0..out.len())
-        .map(|i| if axes.contains(&i) { 1 } else { out[i] })
-        .collect();
-    let mut r = alloc::zeros(be, &Shape::new(keep)?)?;
-    ops::reduce(be, ReduceOp::Sum, &g, &axes, &mut r)?;
-    r.reshape(target.dims().to_vec())
 }

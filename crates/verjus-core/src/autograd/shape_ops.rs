@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::{need, BackwardFn};
 use super::var::Var;
+use crate::grad;
 use crate::ops::{self, ConcatPlan, PermutePlan};
 use crate::{Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -17,6 +18,8 @@ impl Var {
         let shape = x.shape().reshape("reshape", dims)?;
         let y = alloc::copy_as(&**be, &x, &shape)?;
         let x_dims = x.dims().to_vec();
+        // The gradient is `grad::reshape`'s copy back; owning `dy`, the
+        // backward relabels it instead.
         let backward: BackwardFn =
             Box::new(move |_, dy, _| Ok(vec![Some(dy.reshape(x_dims.clone())?)]));
         Ok(Var::from_op("reshape", Arc::new(y), be, &[self], backward))
@@ -29,10 +32,10 @@ impl Var {
         let plan = PermutePlan::new(x.shape(), perm)?;
         let mut y = ops::zeros(&**be, &plan.output, x.dtype())?;
         ops::permute(&**be, &x, perm, &mut y)?;
-        let (inverse, x_shape) = (plan.inverse(), plan.input);
+        let (perm, x_shape) = (perm.to_vec(), plan.input);
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, &x_shape)?;
-            ops::permute(be, &dy, &inverse, &mut dx)?;
+            grad::permute(be, &dy, &perm, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         Ok(Var::from_op("permute", Arc::new(y), be, &[self], backward))
@@ -57,7 +60,7 @@ impl Var {
                 .map(|s| alloc::zeros(be, s))
                 .collect::<Result<Vec<_>>>()?;
             let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
-            ops::split(be, &dy, axis, &mut outs)?;
+            grad::concat(be, &dy, axis, &mut outs)?;
             Ok(grads
                 .into_iter()
                 .enumerate()
@@ -106,7 +109,7 @@ impl Var {
                     let pieces: Vec<&Tensor> =
                         others.iter().map(|o| o.as_ref().unwrap_or(&dy)).collect();
                     let mut dx = alloc::zeros(be, &x_shape)?;
-                    ops::concat(be, &pieces, axis, &mut dx)?;
+                    grad::split(be, &pieces, axis, &mut dx)?;
                     Ok(vec![Some(dx)])
                 });
                 Var::from_op("split", Arc::new(part), be, &[self], backward)

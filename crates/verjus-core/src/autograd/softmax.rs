@@ -3,8 +3,8 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
-use crate::ops;
 use crate::Result;
+use crate::{grad, ops};
 use std::sync::Arc;
 
 impl Var {
@@ -28,7 +28,7 @@ impl Var {
         let saved_y = y.clone();
         let backward: BackwardFn = Box::new(move |be, dy, _| {
             let mut dx = alloc::zeros(be, dy.shape())?;
-            ops::softmax_backward(be, &saved_y, &dy, axis, log, &mut dx)?;
+            grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
             Ok(vec![Some(dx)])
         });
         let name = if log { "log_softmax" } else { "softmax" };

@@ -4,6 +4,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
+use crate::grad::{self, UnaryGrad};
 use crate::ops::{self, UnaryOp};
 use crate::Result;
 use std::sync::Arc;
@@ -91,19 +92,20 @@ impl Var {
         let mut y = alloc::zeros(&**be, x.shape())?;
         ops::unary(&**be, op, &x, &mut y)?;
         let y = Arc::new(y);
-        let backward: BackwardFn = match op {
-            // Linear ops: the gradient does not depend on x, so nothing is saved.
-            UnaryOp::AddScalar(_) => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
-            UnaryOp::Neg | UnaryOp::Scale(_) => Box::new(move |be, dy, _| {
+        // Only what the gradient reads is saved; an identity gradient is `dy`
+        // itself, handed on without a copy.
+        let backward: BackwardFn = match UnaryGrad::of(op) {
+            UnaryGrad::Identity => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
+            UnaryGrad::Linear => Box::new(move |be, dy, _| {
                 let mut dx = alloc::zeros(be, dy.shape())?;
-                ops::unary(be, op, &dy, &mut dx)?;
+                grad::unary(be, op, None, &dy, &mut dx)?;
                 Ok(vec![Some(dx)])
             }),
-            _ => {
+            UnaryGrad::Pointwise => {
                 let y = y.clone();
                 Box::new(move |be, dy, _| {
                     let mut dx = alloc::zeros(be, x.shape())?;
-                    ops::unary_backward(be, op, &x, &y, &dy, &mut dx)?;
+                    grad::unary(be, op, Some((&x, &y)), &dy, &mut dx)?;
                     Ok(vec![Some(dx)])
                 })
             }

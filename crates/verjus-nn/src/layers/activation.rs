@@ -1,7 +1,8 @@
 //! Elementwise activations (ReLU, Sigmoid, Tanh, GELU): one unary op forward,
-//! its derivative backward.
+//! its gradient rule (`verjus_core::grad::unary`) backward.
 
 use super::{expect_inputs, Backward, Built, Forward, Layer};
+use verjus_core::grad;
 use verjus_core::ops::{self, UnaryOp};
 use verjus_core::{Backend, Result};
 
@@ -28,7 +29,7 @@ impl Layer for Activation {
 
     fn backward(&self, be: &dyn Backend, io: Backward<'_>) -> Result<()> {
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            ops::unary_backward(be, self.op, io.x.get(0)?, io.y, io.dy, dx)?;
+            grad::unary(be, self.op, Some((io.x.get(0)?, io.y)), io.dy, dx)?;
         }
         Ok(())
     }

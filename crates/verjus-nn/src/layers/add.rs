@@ -2,9 +2,10 @@
 //!
 //! Forward chains binary adds, alternating between the output and one scratch
 //! buffer when there are more than two inputs; backward hands `dy` to every
-//! input (a copy each).
+//! input (a copy each: `grad::sum_to` of equal shapes).
 
 use super::{fmt_shape, scratch_at, Backward, Built, Forward, Layer, Scratch};
+use verjus_core::grad;
 use verjus_core::ops::{self, BinaryOp};
 use verjus_core::{Backend, Error, Result};
 
@@ -59,7 +60,7 @@ impl Layer for Add {
 
     fn backward(&self, be: &dyn Backend, io: Backward<'_>) -> Result<()> {
         for dx in io.dx.iter_mut().flatten() {
-            ops::copy(be, io.dy, dx)?;
+            grad::sum_to(be, io.dy, dx)?;
         }
         Ok(())
     }

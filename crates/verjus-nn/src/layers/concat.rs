@@ -4,7 +4,7 @@
 //! scratch buffer to receive its (discarded) part.
 
 use super::{fmt_shape, internal, unit_axis, Backward, Built, Forward, Layer, Scratch};
-use verjus_core::ops;
+use verjus_core::{grad, ops};
 use verjus_core::{Backend, Error, Result, Tensor};
 
 #[derive(Debug)]
@@ -72,7 +72,7 @@ impl Layer for Concat {
                 None => parts.push(spare.next().ok_or_else(|| internal("concat scratch"))?),
             }
         }
-        ops::split(be, io.dy, self.axis, &mut parts)
+        grad::concat(be, io.dy, self.axis, &mut parts)
     }
 
     fn scratch(&self, needs_dx: &[bool]) -> Vec<Scratch> {

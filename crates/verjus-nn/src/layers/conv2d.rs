@@ -1,10 +1,11 @@
 //! 2-D convolution over `[C, H, W]` units (NCHW batches), PyTorch's layout
-//! (`weight [out, in, kh, kw]`, `bias [out]`). Backward uses the op set's three
-//! convolution gradients: data, filter and bias.
+//! (`weight [out, in, kh, kw]`, `bias [out]`). Backward is the tape's rule,
+//! `verjus_core::grad::conv2d` (the op set's filter, bias and data gradients).
 
 use super::{expect_inputs, fmt_shape, Backward, Built, Forward, Layer, ParamSpec};
 use crate::descriptor::Init;
 use crate::parameter::default_bound;
+use verjus_core::grad::{self, Conv2dGrads};
 use verjus_core::ops::{self, Conv2dParams, Conv2dPlan};
 use verjus_core::{Backend, Error, Result, Shape};
 
@@ -101,14 +102,24 @@ impl Layer for Conv2d {
     }
 
     fn backward(&self, be: &dyn Backend, mut io: Backward<'_>) -> Result<()> {
-        let x = io.x.get(0)?;
-        ops::conv2d_backward_filter(be, x, io.dy, self.params, io.dparams.get(0)?)?;
-        if self.bias {
-            ops::conv2d_backward_bias(be, io.dy, io.dparams.get(1)?)?;
-        }
-        if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            ops::conv2d_backward_data(be, io.dy, io.params.get(0)?, self.params, dx)?;
-        }
-        Ok(())
+        let (dw, db) = if self.bias {
+            let (dw, db) = io.dparams.pair(0, 1)?;
+            (dw, Some(db))
+        } else {
+            (io.dparams.get(0)?, None)
+        };
+        let grads = Conv2dGrads {
+            dx: io.dx.get_mut(0).and_then(Option::as_mut),
+            dw: Some(dw),
+            db,
+        };
+        grad::conv2d(
+            be,
+            io.x.get(0)?,
+            io.params.get(0)?,
+            io.dy,
+            self.params,
+            grads,
+        )
     }
 }

@@ -3,19 +3,23 @@
 //!
 //! Forward broadcasts the bias into `y` (a multiply of a per-context column of
 //! ones with `b`) and lets the GEMM accumulate `x W^T` on top, so the output is
-//! written once and read once. Backward is two GEMMs (`dW = dy^T x`,
-//! `dx = dy W`) and a reduction for `db`, all sums over the batch.
+//! written once and read once. Backward is the tape's: the matmul gradients
+//! of `verjus_core::grad` (`dW = dy^T x`, `dx = dy W`) and the sum of `dy`
+//! over the batch for `db` (the gradient of the broadcast bias).
 //!
 //! Inputs with extra leading unit axes (`[N, T, in]`) run as a batched GEMM
-//! forward; for `dW` the rows are first copied into `[N*T, ...]` matrices so
-//! that one GEMM sums over all of them.
+//! forward; for `dW` the matmul rule copies the rows of `dy` and `x` into
+//! `[N*T, ...]` matrices so that one GEMM sums over all of them: this layer
+//! plans those two matrices as scratch.
 
 use super::{
-    expect_inputs, fmt_shape, scratch_at, Backward, Built, Forward, Layer, ParamSpec, Scratch,
+    expect_inputs, fmt_shape, internal, scratch_at, Backward, Built, Forward, Layer, ParamSpec,
+    Scratch,
 };
 use crate::descriptor::Init;
 use crate::parameter::default_bound;
-use verjus_core::ops::{self, BinaryOp, GemmSpec, ReduceOp};
+use verjus_core::grad::{self, Operand};
+use verjus_core::ops::{self, BinaryOp, GemmSpec};
 use verjus_core::{Backend, Error, Result};
 
 #[derive(Debug)]
@@ -24,8 +28,6 @@ pub(crate) struct Linear {
     unit: Vec<usize>,
     out: usize,
     bias: bool,
-    /// Axes of the batched output that `db` sums over (all but the last).
-    sum_axes: Vec<usize>,
 }
 
 pub(crate) fn build(
@@ -87,7 +89,6 @@ pub(crate) fn build(
             unit: unit.clone(),
             out,
             bias,
-            sum_axes: (0..unit.len()).collect(),
         }),
         output,
         params,
@@ -106,11 +107,16 @@ impl Linear {
     }
 }
 
+/// The forward's product `x W^T` (the bias is accumulated onto it).
+fn product() -> GemmSpec {
+    GemmSpec::new(false, true)
+}
+
 impl Layer for Linear {
     fn forward(&self, be: &dyn Backend, io: Forward<'_>) -> Result<()> {
         let x = io.x.get(0)?;
         let w = io.params.get(0)?;
-        let mut spec = GemmSpec::new(false, true);
+        let mut spec = product();
         if self.bias {
             let ones = scratch_at(io.scratch, 0)?;
             ops::binary(be, BinaryOp::Mul, ones, io.params.get(1)?, io.y)?;
@@ -120,28 +126,18 @@ impl Layer for Linear {
     }
 
     fn backward(&self, be: &dyn Backend, mut io: Backward<'_>) -> Result<()> {
-        let x = io.x.get(0)?;
-        let dy = io.dy;
-        {
-            let dw = io.dparams.get(0)?;
-            if self.has_leading_axes() {
-                let i = self.flat_scratch();
-                let (xs, dys) = io.scratch.split_at_mut(i + 1);
-                let x2 = scratch_at(xs, i)?;
-                let dy2 = scratch_at(dys, 0)?;
-                ops::copy(be, x, x2)?;
-                ops::copy(be, dy, dy2)?;
-                ops::gemm(be, dy2, x2, dw, GemmSpec::new(true, false))?;
-            } else {
-                ops::gemm(be, dy, x, dw, GemmSpec::new(true, false))?;
-            }
-        }
+        let (x, w, dy) = (io.x.get(0)?, io.params.get(0)?, io.dy);
+        let matrices = io
+            .scratch
+            .get_mut(self.flat_scratch()..)
+            .ok_or_else(|| internal("scratch buffer missing"))?;
+        let dw = io.dparams.get(0)?;
+        grad::matmul(be, Operand::B, x, dy, product(), dw, matrices)?;
         if self.bias {
-            let db = io.dparams.get(1)?;
-            ops::reduce(be, ReduceOp::Sum, dy, &self.sum_axes, db)?;
+            grad::sum_to(be, dy, io.dparams.get(1)?)?;
         }
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            ops::gemm(be, dy, io.params.get(0)?, dx, GemmSpec::default())?;
+            grad::matmul(be, Operand::A, w, dy, product(), dx, &mut [])?;
         }
         Ok(())
     }
@@ -156,9 +152,10 @@ impl Layer for Linear {
             s.push(Scratch::batched(ones, 1.0));
         }
         if self.has_leading_axes() {
+            // `grad::matmul_scratch` of `dW`: `dy` and `x` as matrices.
             let rows: usize = self.unit[..self.unit.len() - 1].iter().product();
             let fan_in = self.unit[self.unit.len() - 1];
-            for cols in [fan_in, self.out] {
+            for cols in [self.out, fan_in] {
                 s.push(Scratch {
                     unit: vec![rows, cols],
                     merge_batch: true,

@@ -21,6 +21,9 @@ pub(crate) mod pool;
 mod reshape;
 mod softmax;
 
+#[cfg(test)]
+mod tests;
+
 use crate::def::LayerConfig;
 use crate::descriptor::Init;
 use crate::parameter::Parameter;
@@ -135,6 +138,37 @@ impl ParamGrads<'_> {
             None => None,
         }
         .ok_or_else(|| internal("parameter gradient missing"))
+    }
+
+    /// The destinations of two different parameters `j` and `k` at once.
+    pub fn pair(&mut self, j: usize, k: usize) -> Result<(&mut Tensor, &mut Tensor)> {
+        let missing = || internal("parameter gradient missing");
+        let (dj, dk) = match (self.dst.get(j), self.dst.get(k)) {
+            (Some(a), Some(b)) if j != k => (*a, *b),
+            _ => return Err(missing()),
+        };
+        match (dj, dk) {
+            (ParamDst::Grad(p), ParamDst::Grad(q)) => {
+                let [a, b] = self.grads.get_disjoint_mut([p, q]).map_err(|_| missing())?;
+                Ok((a, b))
+            }
+            (ParamDst::Edge(e), ParamDst::Edge(f)) => {
+                match self.edges.get_disjoint_mut([e, f]).map_err(|_| missing())? {
+                    [Some(a), Some(b)] => Ok((a, b)),
+                    _ => Err(missing()),
+                }
+            }
+            (ParamDst::Grad(p), ParamDst::Edge(e)) => {
+                let a = self.grads.get_mut(p);
+                let b = self.edges.get_mut(e).and_then(Option::as_mut);
+                a.zip(b).ok_or_else(missing)
+            }
+            (ParamDst::Edge(e), ParamDst::Grad(p)) => {
+                let a = self.edges.get_mut(e).and_then(Option::as_mut);
+                let b = self.grads.get_mut(p);
+                a.zip(b).ok_or_else(missing)
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 use super::{expect_inputs, fmt_shape, scratch_at, Backward, Built, Forward, Layer, Scratch};
 use crate::def::Pair;
+use verjus_core::grad;
 use verjus_core::ops::{self, Pool2dParams, Pool2dPlan, PoolKind, UnaryOp};
 use verjus_core::{Backend, Error, Result, Shape};
 
@@ -89,13 +90,13 @@ impl Layer for Pool2d {
         };
         let x = io.x.get(0)?;
         if self.relu_after.is_none() {
-            return ops::pool2d_backward(be, self.kind, x, io.y, io.dy, self.params, dx);
+            return grad::pool2d(be, self.kind, x, io.y, io.dy, self.params, dx);
         }
         let [pooled, pooled_grad] = io.scratch else {
             return Err(super::internal("pooling scratch missing"));
         };
-        ops::unary_backward(be, UnaryOp::Relu, pooled, io.y, io.dy, pooled_grad)?;
-        ops::pool2d_backward(be, self.kind, x, pooled, pooled_grad, self.params, dx)
+        grad::unary(be, UnaryOp::Relu, Some((pooled, io.y)), io.dy, pooled_grad)?;
+        grad::pool2d(be, self.kind, x, pooled, pooled_grad, self.params, dx)
     }
 
     fn scratch(&self, _needs_dx: &[bool]) -> Vec<Scratch> {

@@ -3,7 +3,7 @@
 //! around it); the gradient is the copy back.
 
 use super::{expect_inputs, fmt_shape, Backward, Built, Forward, Layer};
-use verjus_core::ops;
+use verjus_core::{grad, ops};
 use verjus_core::{Backend, Error, Result};
 
 #[derive(Debug)]
@@ -39,7 +39,7 @@ impl Layer for Reshape {
 
     fn backward(&self, be: &dyn Backend, io: Backward<'_>) -> Result<()> {
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            ops::copy(be, io.dy, dx)?;
+            grad::reshape(be, io.dy, dx)?;
         }
         Ok(())
     }
