@@ -204,9 +204,9 @@ def test_elementwise_activation_values_and_gradients(name: str, reference) -> No
     """Over a wide range (where naive softplus overflows and naive log-sigmoid
     loses everything): values and gradients as PyTorch's."""
     feat = rf.Dim(64, name="feat")
-    xv = np.concatenate(
-        [np.linspace(-40, 40, 32), rng(8).standard_normal(32) * 3]
-    ).astype(np.float32)
+    xv = np.concatenate([np.linspace(-40, 40, 32), rng(8).standard_normal(32) * 3]).astype(
+        np.float32
+    )
     r = rng(9).uniform(-1, 1, 64).astype(np.float32)
     x = rf.convert_to_tensor(xv, dims=[feat], requires_grad=True)
     y = getattr(rf, name)(x)

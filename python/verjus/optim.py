@@ -178,6 +178,7 @@ class SGD(Optimizer):
         self._bind(params)
 
     def rule(self) -> dict[str, Any]:
+        """The Rust ``UpdateRule`` as JSON-ready data."""
         return {
             "Sgd": {
                 "lr": self.lr,
@@ -219,6 +220,7 @@ class Adam(Optimizer):
         self._bind(params)
 
     def rule(self) -> dict[str, Any]:
+        """The Rust ``UpdateRule`` as JSON-ready data."""
         return {
             "Adam": {
                 "lr": self.lr,
