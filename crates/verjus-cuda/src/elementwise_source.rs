@@ -24,31 +24,11 @@ __device__ __forceinline__ float vj_sigmoid(float x) {
 pub(crate) fn device_functions() -> String {
     let mut src = String::from("// ---- generated from verjus_core's elementwise op table ----\n");
     src.push_str(HELPERS);
-    let unary = |body: fn(UnaryOp) -> String| -> String {
-        UnaryOp::EXAMPLES
-            .iter()
-            .map(|&op| {
-                format!(
-                    "        case {}: {}  // {}\n",
-                    op.code(),
-                    body(op),
-                    op.name()
-                )
-            })
-            .collect()
+    let unary = |body: fn(UnaryOp) -> String| {
+        cases(UnaryOp::EXAMPLES, |op| (op.code(), op.name(), body(op)))
     };
-    let binary = |body: fn(BinaryOp) -> String| -> String {
-        BinaryOp::EXAMPLES
-            .iter()
-            .map(|&op| {
-                format!(
-                    "        case {}: {}  // {}\n",
-                    op.code(),
-                    body(op),
-                    op.name()
-                )
-            })
-            .collect()
+    let binary = |body: fn(BinaryOp) -> String| {
+        cases(BinaryOp::EXAMPLES, |op| (op.code(), op.name(), body(op)))
     };
     let _ = write!(
         src,
@@ -86,6 +66,16 @@ __device__ __forceinline__ void binary_partials(int op, float a, float b, float*
         }),
     );
     src
+}
+
+/// One `case CODE: BODY  // NAME` line per op.
+fn cases<T: Copy>(ops: &[T], case: impl Fn(T) -> (i32, &'static str, String)) -> String {
+    ops.iter()
+        .map(|&op| {
+            let (code, name, body) = case(op);
+            format!("        case {code}: {body}  // {name}\n")
+        })
+        .collect()
 }
 
 #[cfg(test)]

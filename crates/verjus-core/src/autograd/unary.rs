@@ -4,8 +4,8 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::var::Var;
-use crate::grad::{self, UnaryGrad};
-use crate::ops::{self, UnaryOp};
+use crate::grad;
+use crate::ops::{self, UnaryGrad, UnaryOp};
 use crate::Result;
 use std::sync::Arc;
 
@@ -94,7 +94,7 @@ impl Var {
         let y = Arc::new(y);
         // Only what the gradient reads is saved; an identity gradient is `dy`
         // itself, handed on without a copy.
-        let backward: BackwardFn = match UnaryGrad::of(op) {
+        let backward: BackwardFn = match op.gradient_form() {
             UnaryGrad::Identity => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
             UnaryGrad::Linear => Box::new(move |be, dy, _| {
                 let mut dx = alloc::zeros(be, dy.shape())?;

@@ -1,31 +1,8 @@
 //! The gradients of elementwise unary ops (activations, `exp`, `scale`, ...)
 //! and broadcasting binary ops.
 
-use crate::ops::{self, check_shape, BinaryOp, UnaryOp};
+use crate::ops::{self, check_shape, BinaryOp, UnaryGrad, UnaryOp};
 use crate::{Backend, Error, Result, Tensor};
-
-/// The form of a unary op's gradient, so that a caller keeps alive no more
-/// than the gradient reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnaryGrad {
-    /// `dx = dy` (`add_scalar`): a caller that owns `dy` may hand it on as is.
-    Identity,
-    /// `dx = op(dy)` (`neg`, `scale`): linear, reads neither `x` nor `y`.
-    Linear,
-    /// `dx = dy * op'(x, y)`: reads the forward's input and output.
-    Pointwise,
-}
-
-impl UnaryGrad {
-    /// The form of `op`'s gradient.
-    pub fn of(op: UnaryOp) -> Self {
-        match op {
-            UnaryOp::AddScalar(_) => UnaryGrad::Identity,
-            UnaryOp::Neg | UnaryOp::Scale(_) => UnaryGrad::Linear,
-            _ => UnaryGrad::Pointwise,
-        }
-    }
-}
 
 /// `dx` of `y = op(x)` from `dy`. `values` is the forward's `(x, y)`; only a
 /// [`UnaryGrad::Pointwise`] gradient reads it, and fails without it.
@@ -36,7 +13,7 @@ pub fn unary(
     dy: &Tensor,
     dx: &mut Tensor,
 ) -> Result<()> {
-    match UnaryGrad::of(op) {
+    match op.gradient_form() {
         UnaryGrad::Identity => {
             check_shape(&backward_name(op), "dx", dx, dy.shape())?;
             ops::copy(be, dy, dx)

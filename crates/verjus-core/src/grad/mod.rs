@@ -35,7 +35,7 @@ mod softmax;
 pub use concat::{concat, split};
 pub use conv::{conv2d, Conv2dGrads};
 pub use dropout::dropout;
-pub use elementwise::{binary, unary, UnaryGrad};
+pub use elementwise::{binary, unary};
 pub use index::index_select;
 pub use loss::softmax_cross_entropy;
 pub use matmul::{matmul, matmul_scratch, Operand};

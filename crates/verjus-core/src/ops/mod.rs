@@ -34,8 +34,8 @@ pub use conv::{
 pub use dropout::{dropout, dropout_backward, DropoutPlan};
 pub use elementwise::{
     binary, binary_backward, binary_kernels, unary, unary_backward, unary_kernels, BinaryDomain,
-    BinaryKernel, BinaryOp, BinaryPlan, BinaryVisitor, UnaryDomain, UnaryKernel, UnaryOp,
-    UnaryVisitor,
+    BinaryKernel, BinaryOp, BinaryPlan, BinaryVisitor, UnaryDomain, UnaryGrad, UnaryKernel,
+    UnaryOp, UnaryVisitor,
 };
 pub use gemm::{gemm, GemmPlan, GemmSpec};
 pub use index::{index_add, index_select, IndexPlan};

@@ -35,6 +35,7 @@ macro_rules! unary_ops {
             name: $name:literal,
             domain: $domain:ident,
             cost: $cost:literal,
+            gradient: $grad:ident,
             apply: |$ax:ident| $apply:expr,
             $(fast: |$fx:ident| $fast:expr,)?
             derivative: |$dx:ident, $dy:ident| $deriv:expr,
@@ -132,6 +133,13 @@ macro_rules! unary_ops {
             pub fn cost(self) -> usize {
                 match self {
                     $(UnaryOp::$variant { .. } => $cost,)*
+                }
+            }
+
+            /// The form of the op's gradient: what its backward reads.
+            pub fn gradient_form(self) -> UnaryGrad {
+                match self {
+                    $(UnaryOp::$variant { .. } => UnaryGrad::$grad,)*
                 }
             }
 

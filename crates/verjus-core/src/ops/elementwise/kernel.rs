@@ -76,3 +76,16 @@ pub enum BinaryDomain {
     /// Comparisons: the interesting inputs are ties; no gradient.
     Comparison,
 }
+
+/// The form of a unary op's gradient, so that a caller keeps alive no more
+/// than the gradient reads (the tape saves nothing for `neg`, `scale` and
+/// `add_scalar`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryGrad {
+    /// `dx = dy` (`add_scalar`): a caller that owns `dy` may hand it on as is.
+    Identity,
+    /// `dx = op(dy)` (`neg`, `scale`): linear, reads neither `x` nor `y`.
+    Linear,
+    /// `dx = dy * op'(x, y)`: reads the forward's input and output.
+    Pointwise,
+}

@@ -15,7 +15,7 @@ mod kernel;
 mod table;
 
 pub use kernel::{
-    BinaryDomain, BinaryKernel, BinaryVisitor, UnaryDomain, UnaryKernel, UnaryVisitor,
+    BinaryDomain, BinaryKernel, BinaryVisitor, UnaryDomain, UnaryGrad, UnaryKernel, UnaryVisitor,
 };
 pub use table::{binary_kernels, unary_kernels, BinaryOp, UnaryOp};
 

@@ -13,6 +13,7 @@
 //! parametrised op, `Name(s = example)`, where `example` is the value the
 //! conformance suite uses):
 //! `name`, `domain` ([`UnaryDomain`]), `cost` (a plain arithmetic op is 1),
+//! `gradient` ([`UnaryGrad`]: what the backward reads),
 //! `apply: |x| ...`, optional `fast: |x| ...`, `derivative: |x, y| ...`,
 //! optional `fast_derivative: |x, y| ...`, `cuda: "..."`, `cuda_derivative: "..."`.
 //! For binary ops (`a`, `b` the operands): `name`, `domain` ([`BinaryDomain`]),
@@ -20,7 +21,8 @@
 //! `cuda: "..."`, `cuda_partials: ("da", "db")`.
 
 use super::{
-    sigmoid, BinaryDomain, BinaryKernel, BinaryVisitor, UnaryDomain, UnaryKernel, UnaryVisitor,
+    sigmoid, BinaryDomain, BinaryKernel, BinaryVisitor, UnaryDomain, UnaryGrad, UnaryKernel,
+    UnaryVisitor,
 };
 use crate::math::{erf, fast};
 use std::f32::consts::FRAC_1_SQRT_2;
@@ -34,6 +36,7 @@ unary_ops! {
         name: "neg",
         domain: Real,
         cost: 1,
+        gradient: Linear,
         apply: |x| -x,
         derivative: |_x, _y| -1.0,
         cuda: "-x",
@@ -44,6 +47,7 @@ unary_ops! {
         name: "exp",
         domain: Real,
         cost: 4,
+        gradient: Pointwise,
         apply: |x| x.exp(),
         fast: |x| fast::exp(x),
         derivative: |_x, y| y,
@@ -55,6 +59,7 @@ unary_ops! {
         name: "log",
         domain: Positive,
         cost: 4,
+        gradient: Pointwise,
         apply: |x| x.ln(),
         fast: |x| fast::ln(x),
         derivative: |x, _y| 1.0 / x,
@@ -66,6 +71,7 @@ unary_ops! {
         name: "sqrt",
         domain: Positive,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| x.sqrt(),
         derivative: |_x, y| 0.5 / y,
         cuda: "sqrtf(x)",
@@ -76,6 +82,7 @@ unary_ops! {
         name: "rsqrt",
         domain: Positive,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| 1.0 / x.sqrt(),
         derivative: |x, y| -0.5 * y / x,
         cuda: "1.0f / sqrtf(x)",
@@ -86,6 +93,7 @@ unary_ops! {
         name: "abs",
         domain: Kink,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| x.abs(),
         derivative: |x, _y| if x > 0.0 {
             1.0
@@ -102,6 +110,7 @@ unary_ops! {
         name: "square",
         domain: Real,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| x * x,
         derivative: |x, _y| 2.0 * x,
         cuda: "x * x",
@@ -112,6 +121,7 @@ unary_ops! {
         name: "recip",
         domain: NonZero,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| 1.0 / x,
         derivative: |_x, y| -y * y,
         cuda: "1.0f / x",
@@ -123,6 +133,7 @@ unary_ops! {
         name: "relu",
         domain: Kink,
         cost: 1,
+        gradient: Pointwise,
         apply: |x| if x < 0.0 { 0.0 } else { x },
         derivative: |x, _y| if x > 0.0 { 1.0 } else { 0.0 },
         cuda: "x < 0.0f ? 0.0f : x",
@@ -133,6 +144,7 @@ unary_ops! {
         name: "sigmoid",
         domain: Real,
         cost: 4,
+        gradient: Pointwise,
         apply: |x| sigmoid(x),
         fast: |x| fast::sigmoid(x),
         derivative: |_x, y| y * (1.0 - y),
@@ -144,6 +156,7 @@ unary_ops! {
         name: "tanh",
         domain: Real,
         cost: 4,
+        gradient: Pointwise,
         apply: |x| x.tanh(),
         fast: |x| fast::tanh(x),
         derivative: |_x, y| 1.0 - y * y,
@@ -155,6 +168,7 @@ unary_ops! {
         name: "gelu",
         domain: Real,
         cost: 8,
+        gradient: Pointwise,
         apply: |x| 0.5 * x * (1.0 + erf(x * FRAC_1_SQRT_2)),
         fast: |x| fast::gelu(x),
         derivative: |x, _y| {
@@ -171,6 +185,7 @@ unary_ops! {
         name: "softplus",
         domain: Real,
         cost: 8,
+        gradient: Pointwise,
         apply: |x| x.max(0.0) + (-x.abs()).exp().ln_1p(),
         derivative: |x, _y| sigmoid(x),
         cuda: "fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)))",
@@ -182,6 +197,7 @@ unary_ops! {
         name: "log_sigmoid",
         domain: Real,
         cost: 8,
+        gradient: Pointwise,
         apply: |x| x.min(0.0) - (-x.abs()).exp().ln_1p(),
         derivative: |x, _y| sigmoid(-x),
         cuda: "fminf(x, 0.0f) - log1pf(expf(-fabsf(x)))",
@@ -192,6 +208,7 @@ unary_ops! {
         name: "scale",
         domain: Real,
         cost: 1,
+        gradient: Linear,
         apply: |x| x * s,
         derivative: |_x, _y| s,
         cuda: "x * s",
@@ -202,6 +219,7 @@ unary_ops! {
         name: "add_scalar",
         domain: Real,
         cost: 1,
+        gradient: Identity,
         apply: |x| x + s,
         derivative: |_x, _y| 1.0,
         cuda: "x + s",
@@ -212,6 +230,7 @@ unary_ops! {
         name: "powf",
         domain: PowerBase,
         cost: 10,
+        gradient: Pointwise,
         apply: |x| x.powf(s),
         derivative: |x, _y| s * x.powf(s - 1.0),
         cuda: "powf(x, s)",
