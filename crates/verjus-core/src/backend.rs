@@ -11,8 +11,8 @@
 
 use crate::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper,
-    UnaryOp,
+    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -293,5 +293,52 @@ pub trait Backend: Send + Sync + fmt::Debug {
         dlogits: Option<&mut Tensor>,
     ) -> Result<()> {
         unsupported!(self, "softmax_cross_entropy")
+    }
+
+    /// The f32 elements of the reserve an LSTM call of `plan` writes for its
+    /// backward (gate activations, cell states, or cuDNN's reserve space).
+    fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {
+        unsupported!(self, "lstm_reserve_len")
+    }
+
+    /// The LSTM over a sequence (see [`crate::ops::lstm_sequence`]).
+    fn lstm_sequence(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        out: LstmOutputs<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "lstm_sequence")
+    }
+
+    /// The gradients of [`Backend::lstm_sequence`].
+    fn lstm_sequence_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        y: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "lstm_sequence_backward")
+    }
+
+    /// One LSTM step (see [`crate::ops::lstm_cell`]).
+    fn lstm_cell(&self, plan: &LstmPlan, args: &LstmArgs<'_>, out: LstmOutputs<'_>) -> Result<()> {
+        unsupported!(self, "lstm_cell")
+    }
+
+    /// The gradients of [`Backend::lstm_cell`]; `h` is the step's new `h`.
+    fn lstm_cell_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        h: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "lstm_cell_backward")
     }
 }

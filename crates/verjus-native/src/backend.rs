@@ -1,13 +1,13 @@
 //! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
 
 use crate::{
-    concat, conv, dropout, elementwise, gemm, index, loss, memory, optim, permute, pool, reduce,
-    select, softmax,
+    concat, conv, dropout, elementwise, gemm, index, loss, lstm, memory, optim, permute, pool,
+    reduce, select, softmax,
 };
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper,
-    UnaryOp,
+    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -230,5 +230,54 @@ impl Backend for NativeBackend {
         dlogits: Option<&mut Tensor>,
     ) -> Result<()> {
         loss::softmax_cross_entropy(plan, logits, labels, grad_scale, losses, dlogits)
+    }
+
+    fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {
+        Ok(lstm::reserve_len(plan))
+    }
+
+    fn lstm_sequence(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        out: LstmOutputs<'_>,
+    ) -> Result<()> {
+        lstm::forward("lstm_sequence", plan, args, out)
+    }
+
+    fn lstm_sequence_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        y: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        lstm::backward(
+            "lstm_sequence_backward",
+            plan,
+            args,
+            y,
+            reserve,
+            dout,
+            grads,
+        )
+    }
+
+    fn lstm_cell(&self, plan: &LstmPlan, args: &LstmArgs<'_>, out: LstmOutputs<'_>) -> Result<()> {
+        lstm::forward("lstm_cell", plan, args, out)
+    }
+
+    fn lstm_cell_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        h: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        lstm::backward("lstm_cell_backward", plan, args, h, reserve, dout, grads)
     }
 }

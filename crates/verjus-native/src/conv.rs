@@ -18,8 +18,8 @@
 //! the column matrix.
 
 use crate::gemm::{sgemm_on, MatRef, Threads};
+use crate::scratch::Scratch;
 use rayon::prelude::*;
-use std::cell::Cell;
 use verjus_core::ops::Conv2dPlan;
 use verjus_core::{Error, Result, Tensor};
 
@@ -265,42 +265,6 @@ fn scatter_rows(g: &Geom, t: &Tap, body: &[f32], plane: &mut [f32]) {
         let start = (t.first.0 + r * g.stride[0]) * g.w + t.first.1;
         let dst = plane[start..].iter_mut().step_by(g.stride[1]);
         dst.zip(&src[x0..x1]).for_each(|(d, v)| *d += v);
-    }
-}
-
-thread_local! {
-    /// Each thread's column buffer, kept between calls so that a training loop
-    /// neither allocates nor page-faults per convolution.
-    static SCRATCH: Cell<Vec<f32>> = const { Cell::new(Vec::new()) };
-}
-
-/// Buffers larger than this many elements (64 MiB) are freed after use instead of kept.
-const KEEP_LIMIT: usize = 16 << 20;
-
-/// A thread's scratch buffer, borrowed for one piece of work and returned on drop.
-/// Taking (not borrowing) the buffer makes re-entrance on the same thread safe:
-/// the second user just allocates its own.
-struct Scratch(Vec<f32>);
-
-impl Scratch {
-    /// At least `len` elements (contents unspecified); `None` when memory is short.
-    fn take(len: usize) -> Option<Self> {
-        let mut v = SCRATCH.take();
-        if v.len() < len {
-            v.clear();
-            v.try_reserve_exact(len).ok()?;
-            v.resize(len, 0.0);
-        }
-        Some(Scratch(v))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let v = std::mem::take(&mut self.0);
-        if v.capacity() <= KEEP_LIMIT {
-            SCRATCH.set(v);
-        }
     }
 }
 

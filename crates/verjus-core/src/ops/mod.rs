@@ -17,6 +17,7 @@ mod elementwise;
 mod gemm;
 mod index;
 mod loss;
+mod lstm;
 mod memory;
 mod optim;
 mod permute;
@@ -40,6 +41,10 @@ pub use elementwise::{
 pub use gemm::{gemm, GemmPlan, GemmSpec};
 pub use index::{index_add, index_select, IndexPlan};
 pub use loss::{softmax_cross_entropy, CrossEntropyPlan};
+pub use lstm::{
+    check_lengths, lstm_cell, lstm_cell_backward, lstm_plan, lstm_reserve_len, lstm_sequence,
+    lstm_sequence_backward, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+};
 pub use memory::{cast, copy, download, fill, upload, zeros};
 pub use optim::{adam_update, sgd_update, AdamHyper, SgdHyper};
 pub use permute::{permute, PermutePlan};
