@@ -2,8 +2,8 @@
 //!
 //! The nodes reachable from the outputs are put in topological order (every
 //! consumer of a value before its producer, Kahn's algorithm on consumer
-//! counts), so a node runs once, after all gradients for its output have
-//! arrived and been summed. Leaf gradients are collected and only written to
+//! counts), so a node runs once, after all gradients for its outputs have
+//! arrived and been summed (one slot per output of a multi-output node). Leaf gradients are collected and only written to
 //! the slots when the whole pass has succeeded, so a failed pass leaves them
 //! as they were.
 
@@ -67,7 +67,7 @@ pub fn grad_with(
     let mut found: HashMap<Key, Tensor> = outcome
         .nodes
         .into_iter()
-        .map(|(id, g)| (Key::Node(id), g))
+        .map(|((id, output), g)| (Key::Node(id, output), g))
         .chain(
             outcome
                 .leaves
@@ -99,17 +99,18 @@ fn ones_like(v: &Var, op: &str) -> Result<Tensor> {
     on_device(v.backend(), host, op)
 }
 
-/// What a gradient is keyed by: the node that made a value, or a leaf.
+/// What a gradient is keyed by: the node that made a value and which of its
+/// outputs the value is, or a leaf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Key {
-    Node(usize),
+    Node(usize, usize),
     Leaf(usize),
 }
 
 impl Key {
     fn of(v: &Var) -> Key {
         match v.grad_fn() {
-            Some(node) => Key::Node(addr(node)),
+            Some(node) => Key::Node(addr(node), v.output()),
             None => Key::Leaf(v.addr()),
         }
     }
@@ -119,13 +120,16 @@ fn addr(node: &Arc<Node>) -> usize {
     Arc::as_ptr(node) as usize
 }
 
-/// The gradients a pass produced: per leaf (with its handle), and per node for
-/// the intermediate values [`grad`] asked for.
+/// The gradients a pass produced: per leaf (with its handle), and per node
+/// output for the intermediate values [`grad`] asked for.
 #[derive(Default)]
 struct Outcome {
     leaves: HashMap<usize, (Var, Tensor)>,
-    nodes: HashMap<usize, Tensor>,
+    nodes: HashMap<(usize, usize), Tensor>,
 }
+
+/// The gradients that have arrived for each node, one slot per output.
+type Pending = HashMap<usize, Vec<Option<Tensor>>>;
 
 /// Which gradients a pass computes: all leaves' (`targets` = `None`, the
 /// backward pass), or only those of `targets`.
@@ -136,15 +140,18 @@ struct Wanted<'a> {
 }
 
 impl Wanted<'_> {
-    fn is_target_node(&self, node: &Arc<Node>) -> bool {
+    /// Whether [`grad`] asked for the gradient of output `output` of `node`.
+    fn is_target(&self, node: &Arc<Node>, output: usize) -> bool {
         self.targets
-            .is_some_and(|t| t.contains(&Key::Node(addr(node))))
+            .is_some_and(|t| t.contains(&Key::Node(addr(node), output)))
     }
 
     /// Whether the gradient along `edge` is wanted.
     fn through(&self, edge: &EdgeTarget) -> bool {
         match edge {
-            EdgeTarget::Node(n) => self.is_target_node(n) || self.runs.contains(&addr(n)),
+            EdgeTarget::Node(n, output) => {
+                self.is_target(n, *output) || self.runs.contains(&addr(n))
+            }
             EdgeTarget::Leaf(v) => self
                 .targets
                 .is_none_or(|t| t.contains(&Key::Leaf(v.addr()))),
@@ -162,7 +169,7 @@ impl Wanted<'_> {
 
 fn run(roots: Vec<(Var, Tensor)>, targets: Option<&HashSet<Key>>) -> Result<Outcome> {
     let mut outcome = Outcome::default();
-    let mut pending: HashMap<usize, Tensor> = HashMap::new();
+    let mut pending = Pending::new();
     let mut root_nodes = Vec::new();
     let mut wanted = Wanted {
         targets,
@@ -185,7 +192,7 @@ fn run(roots: Vec<(Var, Tensor)>, targets: Option<&HashSet<Key>>) -> Result<Outc
         }
         match var.grad_fn() {
             Some(node) => {
-                add_to(&mut pending, addr(node), &**var.backend(), seed)?;
+                add_to(&mut pending, node, var.output(), &**var.backend(), seed)?;
                 root_nodes.push(node.clone());
             }
             None => {
@@ -203,39 +210,40 @@ fn run(roots: Vec<(Var, Tensor)>, targets: Option<&HashSet<Key>>) -> Result<Outc
     }
     for node in &order {
         let id = addr(node);
-        let Some(dy) = pending.remove(&id) else {
+        let Some(mut dys) = pending.remove(&id) else {
             continue;
         };
         let runs = wanted.runs.contains(&id);
-        let dy = if wanted.is_target_node(node) {
-            if !runs {
-                outcome.nodes.insert(id, dy);
+        for (output, dy) in dys.iter_mut().enumerate() {
+            if !wanted.is_target(node, output) {
                 continue;
             }
-            outcome
-                .nodes
-                .insert(id, alloc::copy_as(&*node.backend, &dy, dy.shape())?);
-            dy
-        } else {
-            dy
-        };
+            let kept = match dy {
+                Some(g) if runs => Some(alloc::copy_as(&*node.backend, g, g.shape())?),
+                _ => dy.take(),
+            };
+            if let Some(g) = kept {
+                outcome.nodes.insert((id, output), g);
+            }
+        }
         if runs {
-            backpropagate(node, dy, &wanted, &mut pending, &mut outcome.leaves)?;
+            backpropagate(node, dys, &wanted, &mut pending, &mut outcome.leaves)?;
         }
     }
     Ok(outcome)
 }
 
-/// Runs `node`'s backward and routes the inputs' gradients.
+/// Runs `node`'s backward on its outputs' gradients `dys` and routes the
+/// inputs' gradients.
 fn backpropagate(
     node: &Node,
-    dy: Tensor,
+    dys: Vec<Option<Tensor>>,
     wanted: &Wanted<'_>,
-    pending: &mut HashMap<usize, Tensor>,
+    pending: &mut Pending,
     leaves: &mut HashMap<usize, (Var, Tensor)>,
 ) -> Result<()> {
     let needs = wanted.needs(node);
-    let grads = (node.backward)(&*node.backend, dy, &needs)?;
+    let grads = (node.backward)(&*node.backend, dys, &needs)?;
     if grads.len() != node.edges.len() {
         return Err(Error::Autograd(format!(
             "{}: backward gave {} gradients for {} inputs",
@@ -257,21 +265,31 @@ fn backpropagate(
             )));
         }
         match &edge.target {
-            EdgeTarget::Node(n) => add_to(pending, addr(n), &*node.backend, g)?,
+            EdgeTarget::Node(n, output) => add_to(pending, n, *output, &*node.backend, g)?,
             EdgeTarget::Leaf(v) => add_to_leaf(leaves, v, g)?,
         }
     }
     Ok(())
 }
 
+/// Adds `g` to the gradient of output `output` of `node`.
 fn add_to(
-    pending: &mut HashMap<usize, Tensor>,
-    id: usize,
+    pending: &mut Pending,
+    node: &Arc<Node>,
+    output: usize,
     be: &dyn Backend,
     g: Tensor,
 ) -> Result<()> {
-    let sum = alloc::accumulate(be, pending.remove(&id), g)?;
-    pending.insert(id, sum);
+    let slots = pending
+        .entry(addr(node))
+        .or_insert_with(|| (0..node.outputs).map(|_| None).collect());
+    let slot = slots.get_mut(output).ok_or_else(|| {
+        Error::Autograd(format!(
+            "{}: a gradient for output {output} of an op with {} outputs",
+            node.name, node.outputs
+        ))
+    })?;
+    *slot = Some(alloc::accumulate(be, slot.take(), g)?);
     Ok(())
 }
 

@@ -1,14 +1,19 @@
 //! Graph nodes: what an op leaves behind for the backward pass.
 //!
-//! A node belongs to the one [`Var`] its op produced (ops with several outputs,
-//! such as split, make one node per output). It holds the op's backward
-//! closure, which owns whatever the op saved, and one edge per input: to the
-//! node that made the input, to the input itself when it is a leaf, or nothing
-//! when the input needs no gradient.
+//! A node belongs to the [`Var`]s its op produced. Most ops have one output;
+//! an op whose outputs share one backward (the LSTM: `y`, `h_n`, `c_n`) makes
+//! one node for all of them, and each output `Var` names its index in the node
+//! ([`Var::output`]), so the engine collects one gradient slot per output and
+//! calls the backward once with all of them (`None` for an output no gradient
+//! reached). Ops whose outputs have independent backwards (split) make one
+//! node per output instead. A node holds the op's backward closure, which owns
+//! whatever the op saved, and one edge per input: to the output of the node
+//! that made the input, to the input itself when it is a leaf, or nothing when
+//! the input needs no gradient.
 
 use super::grad_mode::is_grad_enabled;
 use super::var::Var;
-use crate::{Backend, BackendRef, Result, Shape, Tensor};
+use crate::{Backend, BackendRef, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// Computes the inputs' gradients from the output's gradient `dy`: one entry
@@ -16,12 +21,21 @@ use std::sync::Arc;
 pub(crate) type BackwardFn =
     Box<dyn Fn(&dyn Backend, Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
 
-/// The op that made a [`Var`].
+/// [`BackwardFn`] of an op with several outputs: it gets one gradient per
+/// output, `None` for an output that no gradient reached (at least one is
+/// `Some`).
+pub(crate) type MultiBackwardFn = Box<
+    dyn Fn(&dyn Backend, Vec<Option<Tensor>>, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync,
+>;
+
+/// The op that made one or several [`Var`]s.
 pub(crate) struct Node {
     pub(crate) name: &'static str,
     pub(crate) backend: BackendRef,
     pub(crate) edges: Vec<Option<Edge>>,
-    pub(crate) backward: BackwardFn,
+    /// How many outputs the op has (each output `Var` knows its index).
+    pub(crate) outputs: usize,
+    pub(crate) backward: MultiBackwardFn,
 }
 
 /// Where the gradient of one input goes, and the shape it must have.
@@ -30,9 +44,10 @@ pub(crate) struct Edge {
     pub(crate) shape: Shape,
 }
 
-/// The producer of an input: another op's node, or a leaf's gradient slot.
+/// The producer of an input: an output (by index) of another op's node, or a
+/// leaf's gradient slot.
 pub(crate) enum EdgeTarget {
-    Node(Arc<Node>),
+    Node(Arc<Node>, usize),
     Leaf(Var),
 }
 
@@ -40,7 +55,7 @@ impl Node {
     /// The nodes this node's inputs came from.
     pub(crate) fn producers(&self) -> impl Iterator<Item = &Arc<Node>> {
         self.edges.iter().flatten().filter_map(|e| match &e.target {
-            EdgeTarget::Node(n) => Some(n),
+            EdgeTarget::Node(n, _) => Some(n),
             EdgeTarget::Leaf(_) => None,
         })
     }
@@ -64,7 +79,7 @@ fn take_producers(edges: &mut Vec<Option<Edge>>) -> Vec<Arc<Node>> {
         .into_iter()
         .flatten()
         .filter_map(|e| match e.target {
-            EdgeTarget::Node(n) => Some(n),
+            EdgeTarget::Node(n, _) => Some(n),
             EdgeTarget::Leaf(_) => None,
         })
         .collect()
@@ -92,28 +107,55 @@ impl Var {
         inputs: &[&Var],
         backward: BackwardFn,
     ) -> Var {
-        let backend = backend.clone();
+        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+            let Some(Some(dy)) = dys.into_iter().next() else {
+                return Err(Error::Autograd(format!(
+                    "{name}: backward called without the output's gradient"
+                )));
+            };
+            backward(be, dy, needs)
+        });
+        let [output] = Var::from_op_many(name, [value], backend, inputs, backward);
+        output
+    }
+
+    /// Wraps the outputs of an op with several outputs and one backward
+    /// ([`MultiBackwardFn`]): when [`recording`], they share one node and each
+    /// output `Var` is its index in it; otherwise they are constants.
+    pub(crate) fn from_op_many<const N: usize>(
+        name: &'static str,
+        values: [Arc<Tensor>; N],
+        backend: &BackendRef,
+        inputs: &[&Var],
+        backward: MultiBackwardFn,
+    ) -> [Var; N] {
         if !recording(inputs) {
-            return Var::from_parts(value, backend, false, None);
+            return values.map(|v| Var::from_parts(v, backend.clone(), false, None));
         }
         let edges = inputs
             .iter()
             .map(|v| {
                 v.requires_grad().then(|| Edge {
                     target: match v.grad_fn() {
-                        Some(node) => EdgeTarget::Node(node.clone()),
+                        Some(node) => EdgeTarget::Node(node.clone(), v.output()),
                         None => EdgeTarget::Leaf((*v).clone()),
                     },
                     shape: v.shape(),
                 })
             })
             .collect();
-        let node = Node {
+        let node = Arc::new(Node {
             name,
             backend: backend.clone(),
             edges,
+            outputs: N,
             backward,
-        };
-        Var::from_parts(value, backend, true, Some(Arc::new(node)))
+        });
+        let mut output = 0;
+        values.map(|v| {
+            let var = Var::from_parts(v, backend.clone(), true, Some((node.clone(), output)));
+            output += 1;
+            var
+        })
     }
 }

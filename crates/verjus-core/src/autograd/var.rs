@@ -20,7 +20,8 @@ struct VarInner {
     value: RwLock<Arc<Tensor>>,
     backend: BackendRef,
     requires_grad: bool,
-    grad_fn: Option<Arc<Node>>,
+    /// The node of the op that made this value, and which of its outputs this is.
+    grad_fn: Option<(Arc<Node>, usize)>,
     /// Accumulated gradient (leaves that require one; always empty otherwise).
     grad: Mutex<Option<Arc<Tensor>>>,
 }
@@ -59,7 +60,7 @@ impl Var {
         value: Arc<Tensor>,
         backend: BackendRef,
         requires_grad: bool,
-        grad_fn: Option<Arc<Node>>,
+        grad_fn: Option<(Arc<Node>, usize)>,
     ) -> Var {
         Var(Arc::new(VarInner {
             value: RwLock::new(value),
@@ -102,11 +103,17 @@ impl Var {
 
     /// The name of the recorded op that made this value, if any.
     pub fn op_name(&self) -> Option<&'static str> {
-        self.0.grad_fn.as_ref().map(|n| n.name)
+        self.0.grad_fn.as_ref().map(|(n, _)| n.name)
     }
 
     pub(crate) fn grad_fn(&self) -> Option<&Arc<Node>> {
-        self.0.grad_fn.as_ref()
+        self.0.grad_fn.as_ref().map(|(n, _)| n)
+    }
+
+    /// Which output of its node this value is (0 for leaves, constants and
+    /// the outputs of one-output ops).
+    pub(crate) fn output(&self) -> usize {
+        self.0.grad_fn.as_ref().map_or(0, |&(_, i)| i)
     }
 
     /// Whether two handles are the same variable.
