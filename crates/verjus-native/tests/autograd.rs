@@ -2,7 +2,7 @@
 //! against central finite differences, plus the graph semantics (fan-out
 //! sums, accumulation across calls, `no_grad`, `detach`, errors).
 
-use verjus_core::autograd::{self, no_grad, Var};
+use verjus_core::autograd::{self, no_grad, LstmVars, Var};
 use verjus_core::ops::{BinaryOp, Conv2dParams, Pool2dParams, PoolKind, UnaryOp};
 use verjus_core::{rng, BackendRef, Error, Result, Tensor};
 
@@ -375,6 +375,98 @@ fn a_small_network() {
             .softmax_cross_entropy(&labels(vec![0, 1, 1, 0, 1]), 0.0)?
             .mean_all()
     });
+}
+
+/// The operands of an LSTM with `T = t` (0 for a step), `B = b`, `F = f`,
+/// `H = h`: `x, h0, c0, w_ih, w_hh, b_ih, b_hh`.
+fn lstm_inputs(seed: u64, t: usize, b: usize, f: usize, h: usize) -> Vec<Input> {
+    let x_dims = if t == 0 { vec![b, f] } else { vec![t, b, f] };
+    let n = x_dims.iter().product();
+    vec![
+        input(&x_dims, uniform(seed, n, -1.0, 1.0)),
+        input(&[b, h], uniform(seed + 1, b * h, -1.0, 1.0)),
+        input(&[b, h], uniform(seed + 2, b * h, -1.0, 1.0)),
+        input(&[4 * h, f], uniform(seed + 3, 4 * h * f, -0.6, 0.6)),
+        input(&[4 * h, h], uniform(seed + 4, 4 * h * h, -0.6, 0.6)),
+        input(&[4 * h], uniform(seed + 5, 4 * h, -0.6, 0.6)),
+        input(&[4 * h], uniform(seed + 6, 4 * h, -0.6, 0.6)),
+    ]
+}
+
+/// The tape's LSTM operands from `lstm_inputs`' leaves, with `x` replaced.
+fn lstm_vars<'a>(v: &'a [Var], x: &'a Var, lengths: Option<&'a Var>) -> LstmVars<'a> {
+    LstmVars {
+        x,
+        lengths,
+        h0: Some(&v[1]),
+        c0: Some(&v[2]),
+        w_ih: &v[3],
+        w_hh: &v[4],
+        b_ih: Some(&v[5]),
+        b_hh: Some(&v[6]),
+    }
+}
+
+fn flat(v: &Var) -> Result<Var> {
+    v.reshape([v.shape().numel()])
+}
+
+#[test]
+fn lstm_sequence_with_lengths_through_all_outputs() {
+    let (t, b, h) = (4, 4, 2);
+    let lengths = Tensor::from_vec([b], vec![3i32, 0, 4, 1]).unwrap();
+    let lengths = Var::constant(lengths, be()).unwrap();
+    // y, h_n and c_n together, h_n and c_n also multiplied: the node gets all
+    // three output gradients, one of them summed over two uses.
+    gradcheck("lstm_sequence", lstm_inputs(40, t, b, 3, h), |v| {
+        let (y, h_n, c_n) = Var::lstm_sequence(&lstm_vars(v, &v[0], Some(&lengths)))?;
+        Var::concat(&[flat(&y)?, flat(&h_n.mul(&c_n)?)?, flat(&c_n)?], 0)
+    });
+    // One output alone: the others' gradients never arrive.
+    gradcheck(
+        "lstm_sequence c_n alone",
+        lstm_inputs(41, 3, 2, 2, 3),
+        |v| {
+            let (_, _, c_n) = Var::lstm_sequence(&lstm_vars(v, &v[0], None))?;
+            Ok(c_n)
+        },
+    );
+}
+
+#[test]
+fn lstm_cells_chained_through_the_tape() {
+    // Two steps on the same weights, the second from the first's state:
+    // multi-output nodes feeding a multi-output node.
+    gradcheck("two lstm_cell steps", lstm_inputs(42, 0, 3, 2, 3), |v| {
+        let (h1, c1) = Var::lstm_cell(&lstm_vars(v, &v[0], None))?;
+        let x2 = v[0].scale(-0.5)?;
+        let (h2, c2) = Var::lstm_cell(&LstmVars {
+            h0: Some(&h1),
+            c0: Some(&c1),
+            ..lstm_vars(v, &x2, None)
+        })?;
+        Var::concat(&[h2, c2.mul(&h1)?], 1)
+    });
+}
+
+#[test]
+fn grad_of_one_lstm_output() {
+    // L = sum(2 h_n) + sum(c_n): the gradients of the outputs themselves.
+    let inputs = lstm_inputs(43, 2, 2, 2, 3);
+    let vars: Vec<Var> = inputs.iter().map(|(d, x)| leaf(d, x.clone())).collect();
+    let (y, h_n, c_n) = Var::lstm_sequence(&lstm_vars(&vars, &vars[0], None)).unwrap();
+    let l = h_n
+        .scale(2.0)
+        .unwrap()
+        .add(&c_n)
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    let g = autograd::grad(&[l], &[h_n, c_n, y]).unwrap();
+    let values = |g: &Option<Tensor>| g.as_ref().map(|t| t.to_vec::<f32>().unwrap());
+    assert_eq!(values(&g[0]), Some(vec![2.0; 6]));
+    assert_eq!(values(&g[1]), Some(vec![1.0; 6]));
+    assert_eq!(values(&g[2]), None, "y does not influence the loss");
 }
 
 fn leaf(dims: &[usize], data: Vec<f32>) -> Var {

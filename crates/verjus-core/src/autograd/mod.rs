@@ -35,7 +35,8 @@
 //! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
 //! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
 //!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `index.rs`, `loss.rs`,
-//!   `shape_ops.rs`, `select.rs`.
+//!   `shape_ops.rs`, `select.rs`, `lstm.rs` (an op with several outputs on
+//!   one node).
 
 mod alloc;
 mod arith;
@@ -45,6 +46,7 @@ mod engine;
 mod grad_mode;
 mod index;
 mod loss;
+mod lstm;
 mod matmul;
 mod node;
 mod pool;
@@ -60,4 +62,5 @@ mod tests;
 
 pub use engine::{grad, grad_with};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
+pub use lstm::LstmVars;
 pub use var::Var;

@@ -1,0 +1,231 @@
+//! The LSTM over a sequence and one LSTM step: ops with several outputs.
+//!
+//! `lstm_sequence` gives `(y, h_n, c_n)` and `lstm_cell` gives `(h, c)` from
+//! one fused op whose backward needs the gradients of all its outputs at once
+//! (a sequence's `h_n` and `c_n` feed the same recurrence as `y`). So the op
+//! records one node with several outputs (see `node.rs`): each output `Var` is
+//! an index into that node, the engine sums each output's gradients in its own
+//! slot, and the backward runs once with all of them, `None` for an output no
+//! gradient reached, which the op's backward reads as zero without touching
+//! memory. Splitting one packed output into three would instead copy `y`
+//! forward and add zero-padded gradients backward.
+//!
+//! The node keeps the operands' values, `y` (a step's new `h`) and the
+//! forward's reserve, and its backward is [`crate::grad::lstm_sequence`] (or
+//! [`crate::grad::lstm_cell`]) into fresh tensors.
+
+use super::alloc;
+use super::node::{need, MultiBackwardFn};
+use super::var::Var;
+use crate::ops::{self, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs};
+use crate::{grad, Backend, Result, Shape, Tensor};
+use std::sync::Arc;
+
+/// The operands of an LSTM on the tape, as in [`ops::LstmArgs`]: `x`
+/// (`[T, B, F]` for a sequence, `[B, F]` for a step), the int32 `lengths [B]`
+/// (a constant; sequences only), the initial state `h0`, `c0 [B, H]` (zeros if
+/// absent), the weights `w_ih [4H, F]`, `w_hh [4H, H]` and the biases
+/// `b_ih`, `b_hh [4H]` (both or neither), in PyTorch's gate order (i, f, g, o).
+#[derive(Clone, Copy, Debug)]
+pub struct LstmVars<'a> {
+    pub x: &'a Var,
+    pub lengths: Option<&'a Var>,
+    pub h0: Option<&'a Var>,
+    pub c0: Option<&'a Var>,
+    pub w_ih: &'a Var,
+    pub w_hh: &'a Var,
+    pub b_ih: Option<&'a Var>,
+    pub b_hh: Option<&'a Var>,
+}
+
+impl<'a> LstmVars<'a> {
+    /// The differentiable operands in the order of [`ops::LstmGrads`]' fields
+    /// (`x, h0, c0, w_ih, w_hh, b_ih, b_hh`); the node's inputs are the
+    /// present ones, in this order.
+    fn slots(&self) -> [Option<&'a Var>; 7] {
+        [
+            Some(self.x),
+            self.h0,
+            self.c0,
+            Some(self.w_ih),
+            Some(self.w_hh),
+            self.b_ih,
+            self.b_hh,
+        ]
+    }
+}
+
+/// The operands' values, kept by the node.
+struct Saved {
+    x: Arc<Tensor>,
+    lengths: Option<Arc<Tensor>>,
+    h0: Option<Arc<Tensor>>,
+    c0: Option<Arc<Tensor>>,
+    w_ih: Arc<Tensor>,
+    w_hh: Arc<Tensor>,
+    b_ih: Option<Arc<Tensor>>,
+    b_hh: Option<Arc<Tensor>>,
+}
+
+impl Saved {
+    fn of(v: &LstmVars<'_>) -> Saved {
+        let value = |v: Option<&Var>| v.map(Var::value);
+        Saved {
+            x: v.x.value(),
+            lengths: value(v.lengths),
+            h0: value(v.h0),
+            c0: value(v.c0),
+            w_ih: v.w_ih.value(),
+            w_hh: v.w_hh.value(),
+            b_ih: value(v.b_ih),
+            b_hh: value(v.b_hh),
+        }
+    }
+
+    fn args(&self) -> LstmArgs<'_> {
+        LstmArgs {
+            x: &self.x,
+            lengths: self.lengths.as_deref(),
+            h0: self.h0.as_deref(),
+            c0: self.c0.as_deref(),
+            w_ih: &self.w_ih,
+            w_hh: &self.w_hh,
+            b_ih: self.b_ih.as_deref(),
+            b_hh: self.b_hh.as_deref(),
+        }
+    }
+
+    /// The differentiable operands in [`LstmVars::slots`]' order.
+    fn slots(&self) -> [Option<&Tensor>; 7] {
+        [
+            Some(&self.x),
+            self.h0.as_deref(),
+            self.c0.as_deref(),
+            Some(&self.w_ih),
+            Some(&self.w_hh),
+            self.b_ih.as_deref(),
+            self.b_hh.as_deref(),
+        ]
+    }
+
+    /// Runs `rule` into fresh tensors for the gradients `needs` asks for
+    /// (`needs` is indexed by the node's inputs, the present slots), and
+    /// returns them in the node's input order.
+    fn backward(
+        &self,
+        be: &dyn Backend,
+        needs: &[bool],
+        rule: impl FnOnce(&LstmArgs<'_>, LstmGrads<'_>) -> Result<()>,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let slots = self.slots();
+        let mut grads: [Option<Tensor>; 7] = Default::default();
+        let mut input = 0;
+        for (g, value) in grads.iter_mut().zip(slots) {
+            if let Some(value) = value {
+                if need(needs, input) {
+                    *g = Some(alloc::zeros(be, value.shape())?);
+                }
+                input += 1;
+            }
+        }
+        let [dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh] = grads.each_mut().map(Option::as_mut);
+        let into = LstmGrads {
+            dx,
+            dh0,
+            dc0,
+            dw_ih,
+            dw_hh,
+            db_ih,
+            db_hh,
+        };
+        rule(&self.args(), into)?;
+        Ok(grads
+            .into_iter()
+            .zip(slots)
+            .filter(|(_, value)| value.is_some())
+            .map(|(g, _)| g)
+            .collect())
+    }
+}
+
+/// The node's inputs: the present differentiable operands.
+fn inputs<'a>(v: &LstmVars<'a>) -> Vec<&'a Var> {
+    v.slots().into_iter().flatten().collect()
+}
+
+impl Var {
+    /// The LSTM over the padded, time-major sequences `x [T, B, F]` (see
+    /// [`ops::lstm_sequence`]): `(y [T, B, H], h_n [B, H], c_n [B, H])`, where
+    /// frames past a sequence's length output 0 and `h_n`, `c_n` are each
+    /// sequence's state after its last frame. Gradients flow to `x`, the
+    /// initial state, the weights and the biases from any of the three outputs.
+    pub fn lstm_sequence(v: &LstmVars<'_>) -> Result<(Var, Var, Var)> {
+        let op = "lstm_sequence";
+        let be = v.x.backend();
+        let saved = Saved::of(v);
+        let args = saved.args();
+        let plan = ops::lstm_plan(op, &**be, &args, false)?;
+        let mut y = alloc::zeros(&**be, &plan.output_shape())?;
+        let mut h_n = alloc::zeros(&**be, &plan.state_shape())?;
+        let mut c_n = alloc::zeros(&**be, &plan.state_shape())?;
+        let mut reserve =
+            alloc::zeros(&**be, &Shape::new([ops::lstm_reserve_len(&**be, &plan)?])?)?;
+        let out = LstmOutputs {
+            y: &mut y,
+            h_n: Some(&mut h_n),
+            c_n: &mut c_n,
+            reserve: &mut reserve,
+        };
+        ops::lstm_sequence(&**be, &args, out)?;
+        let y = Arc::new(y);
+        let saved_y = y.clone();
+        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+            let dout = LstmOutputGrads {
+                dy: dys.first().and_then(Option::as_ref),
+                dh_n: dys.get(1).and_then(Option::as_ref),
+                dc_n: dys.get(2).and_then(Option::as_ref),
+            };
+            saved.backward(be, needs, |args, grads| {
+                grad::lstm_sequence(be, args, &saved_y, &reserve, &dout, grads)
+            })
+        });
+        let values = [y, Arc::new(h_n), Arc::new(c_n)];
+        let [y, h_n, c_n] = Var::from_op_many(op, values, be, &inputs(v), backward);
+        Ok((y, h_n, c_n))
+    }
+
+    /// One LSTM step from `x [B, F]` and the state `h0`, `c0` (see
+    /// [`ops::lstm_cell`]; no lengths): the new state `(h, c)`, each `[B, H]`.
+    pub fn lstm_cell(v: &LstmVars<'_>) -> Result<(Var, Var)> {
+        let op = "lstm_cell";
+        let be = v.x.backend();
+        let saved = Saved::of(v);
+        let args = saved.args();
+        let plan = ops::lstm_plan(op, &**be, &args, true)?;
+        let mut h = alloc::zeros(&**be, &plan.state_shape())?;
+        let mut c = alloc::zeros(&**be, &plan.state_shape())?;
+        let mut reserve =
+            alloc::zeros(&**be, &Shape::new([ops::lstm_reserve_len(&**be, &plan)?])?)?;
+        let out = LstmOutputs {
+            y: &mut h,
+            h_n: None,
+            c_n: &mut c,
+            reserve: &mut reserve,
+        };
+        ops::lstm_cell(&**be, &args, out)?;
+        let h = Arc::new(h);
+        let saved_h = h.clone();
+        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+            let dout = LstmOutputGrads {
+                dy: dys.first().and_then(Option::as_ref),
+                dh_n: None,
+                dc_n: dys.get(1).and_then(Option::as_ref),
+            };
+            saved.backward(be, needs, |args, grads| {
+                grad::lstm_cell(be, args, &saved_h, &reserve, &dout, grads)
+            })
+        });
+        let [h, c] = Var::from_op_many(op, [h, Arc::new(c)], be, &inputs(v), backward);
+        Ok((h, c))
+    }
+}
