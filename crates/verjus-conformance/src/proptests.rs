@@ -12,6 +12,8 @@
 //! The random stream is fixed (deterministic runner) and the number of cases
 //! per op is bounded, so a run is fast and reproducible.
 
+mod lstm;
+
 use crate::checks::{BINARY_OPS, UNARY_OPS};
 use crate::inputs::uniform;
 use proptest::prelude::*;
@@ -695,7 +697,7 @@ fn softmax_cross_entropy(be: &dyn Backend, d: &Draw) -> Result<()> {
 }
 
 /// Every op, by name.
-const OPS: [(&str, OpFn); 30] = [
+const OPS: [(&str, OpFn); 34] = [
     ("gemm", gemm),
     ("unary", unary),
     ("unary_backward", unary_backward),
@@ -726,6 +728,10 @@ const OPS: [(&str, OpFn); 30] = [
     ("sgd_update", sgd_update),
     ("adam_update", adam_update),
     ("softmax_cross_entropy", softmax_cross_entropy),
+    ("lstm_sequence", lstm::lstm_sequence),
+    ("lstm_sequence_backward", lstm::lstm_sequence_backward),
+    ("lstm_cell", lstm::lstm_cell),
+    ("lstm_cell_backward", lstm::lstm_cell_backward),
 ];
 
 /// Runs every op on `cases_per_op` random draws; `Err` lists each op that panicked,

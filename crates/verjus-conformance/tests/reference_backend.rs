@@ -6,14 +6,17 @@
 //! are satisfiable (no check demands something the documented semantics do not),
 //! and they are sharp (a plausible kernel bug does not slip through).
 
+#[path = "reference_backend/lstm.rs"]
+mod lstm;
+
 use std::sync::Arc;
 use verjus_conformance::array::Array;
 use verjus_conformance::reference as r;
 use verjus_conformance::{checks, errors, gradcheck, proptests};
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, GemmSpec, IndexPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    DropoutPlan, GemmPlan, GemmSpec, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs,
+    LstmPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{
     Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
@@ -41,6 +44,11 @@ enum Bug {
     /// Binary backward overwrites instead of summing over broadcast axes: the
     /// first element of `da` keeps a single broadcast copy's contribution.
     BinaryBackwardOverwrites,
+    /// The LSTM forward runs every sequence for all `T` frames (the length
+    /// mask is ignored).
+    LstmIgnoresLengths,
+    /// The LSTM backward ignores the gradient of the final cell state.
+    LstmBackwardDropsCellGradient,
 }
 
 /// The reference implementations behind the `Backend` trait, on host memory.
@@ -449,6 +457,49 @@ impl Backend for ReferenceBackend {
         }
         Ok(())
     }
+    fn lstm_reserve_len(&self, _plan: &LstmPlan) -> Result<usize> {
+        Ok(0)
+    }
+    fn lstm_sequence(
+        &self,
+        _plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        out: LstmOutputs<'_>,
+    ) -> Result<()> {
+        lstm::forward(
+            "lstm_sequence",
+            args,
+            out,
+            self.has(Bug::LstmIgnoresLengths),
+        )
+    }
+    fn lstm_sequence_backward(
+        &self,
+        _plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        _y: &Tensor,
+        _reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        let drop_dc = self.has(Bug::LstmBackwardDropsCellGradient);
+        lstm::backward("lstm_sequence_backward", args, dout, grads, false, drop_dc)
+    }
+    fn lstm_cell(&self, _plan: &LstmPlan, args: &LstmArgs<'_>, out: LstmOutputs<'_>) -> Result<()> {
+        lstm::forward("lstm_cell", args, out, false)
+    }
+    fn lstm_cell_backward(
+        &self,
+        _plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        _h: &Tensor,
+        _reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        let drop_dc = self.has(Bug::LstmBackwardDropsCellGradient);
+        lstm::backward("lstm_cell_backward", args, dout, grads, true, drop_dc)
+    }
 }
 
 /// Max pooling's gradient routed to the *last* maximum of each window (the bug).
@@ -550,4 +601,28 @@ fn unary_gradient_checks_catch_a_wrong_gelu_derivative() {
 fn binary_gradient_checks_catch_a_missing_broadcast_sum() {
     catches(Bug::BinaryBackwardOverwrites, checks::binary_backward);
     catches(Bug::BinaryBackwardOverwrites, gradcheck::binary);
+}
+
+#[test]
+fn lstm_checks_catch_an_ignored_length_mask() {
+    catches(Bug::LstmIgnoresLengths, checks::lstm_sequence);
+    catches(
+        Bug::LstmIgnoresLengths,
+        checks::lstm_lengths_equal_sequences_alone,
+    );
+    catches(Bug::LstmIgnoresLengths, gradcheck::lstm_sequence);
+}
+
+#[test]
+fn lstm_gradient_checks_catch_a_dropped_cell_gradient() {
+    catches(
+        Bug::LstmBackwardDropsCellGradient,
+        checks::lstm_sequence_backward,
+    );
+    catches(
+        Bug::LstmBackwardDropsCellGradient,
+        checks::lstm_cell_backward,
+    );
+    catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_sequence);
+    catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_cell);
 }

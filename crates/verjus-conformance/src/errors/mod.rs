@@ -16,6 +16,7 @@ mod axes;
 mod devices;
 mod dtypes;
 mod indices;
+mod lstm;
 mod shapes;
 
 pub use arguments::invalid_arguments;
@@ -23,6 +24,7 @@ pub use axes::bad_axes;
 pub use devices::foreign_devices;
 pub use dtypes::wrong_dtypes;
 pub use indices::out_of_range_indices;
+pub use lstm::lstm;
 pub use shapes::wrong_shapes;
 
 use crate::transfer::zeros;

@@ -19,6 +19,7 @@ mod data;
 mod elementwise;
 mod gemm;
 mod loss;
+mod lstm;
 mod pool;
 mod reduce;
 
@@ -27,6 +28,7 @@ pub use data::{concat, dropout, index_select, permute};
 pub use elementwise::{binary, unary};
 pub use gemm::gemm;
 pub use loss::softmax_cross_entropy;
+pub use lstm::{lstm_cell, lstm_sequence};
 pub use pool::{avg_pool2d, max_pool2d};
 pub use reduce::{log_softmax, reduce, softmax};
 

@@ -19,6 +19,7 @@ pub mod elementwise;
 pub mod gemm;
 pub mod index;
 pub mod loss;
+pub mod lstm;
 pub mod memory;
 pub mod optim;
 pub mod permute;
