@@ -5,9 +5,10 @@
 //! Every op on [`Var`]s computes its value at once (through the validated
 //! [`crate::ops`], so it runs on whatever backend holds the values) and, when
 //! grad mode is on and an input requires a gradient, links a *node* to its
-//! output: the op's backward closure, the tensors that closure needs, and one
-//! edge per input pointing at the node that made that input (or at the leaf
-//! itself). The graph is therefore owned by the values: dropping the last
+//! output (one node to all outputs of an op with several, such as the LSTM's
+//! `y`, `h_n`, `c_n`): the op's backward closure, the tensors that closure
+//! needs, and one edge per input pointing at the node output that made that
+//! input (or at the leaf itself). The graph is therefore owned by the values: dropping the last
 //! handle to a loss frees its whole graph and the saved activations with it, a
 //! model that branches or loops differently on every step needs no bookkeeping,
 //! and two threads can build and differentiate independent graphs without
