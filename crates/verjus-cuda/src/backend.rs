@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use verjus_core::ops::{
     AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper,
-    UnaryOp,
+    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Storage, Tensor};
 
@@ -360,5 +360,41 @@ impl Backend for CudaBackend {
         dlogits: Option<&mut Tensor>,
     ) -> Result<()> {
         ops::loss::softmax_cross_entropy(self, plan, logits, labels, grad_scale, losses, dlogits)
+    }
+    fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {
+        ops::lstm::reserve_len(self, plan)
+    }
+    fn lstm_sequence(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        out: LstmOutputs<'_>,
+    ) -> Result<()> {
+        ops::lstm::sequence(self, plan, args, out)
+    }
+    fn lstm_sequence_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        y: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        ops::lstm::sequence_backward(self, plan, args, y, reserve, dout, grads)
+    }
+    fn lstm_cell(&self, plan: &LstmPlan, args: &LstmArgs<'_>, out: LstmOutputs<'_>) -> Result<()> {
+        ops::lstm::cell(self, plan, args, out)
+    }
+    fn lstm_cell_backward(
+        &self,
+        plan: &LstmPlan,
+        args: &LstmArgs<'_>,
+        _h: &Tensor,
+        reserve: &Tensor,
+        dout: &LstmOutputGrads<'_>,
+        grads: LstmGrads<'_>,
+    ) -> Result<()> {
+        ops::lstm::cell_backward(self, plan, args, reserve, dout, grads)
     }
 }

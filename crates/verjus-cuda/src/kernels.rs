@@ -54,6 +54,7 @@ modules! {
     Elementwise => "elementwise",
     Index => "index",
     Loss => "loss",
+    Lstm => "lstm",
     Memory => "memory",
     Optim => "optim",
     Permute => "permute",

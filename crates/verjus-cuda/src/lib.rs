@@ -1,8 +1,9 @@
 //! verjus-cuda: the CUDA backend.
 //!
 //! Implements the whole [`verjus_core::Backend`] op set on NVIDIA GPUs: GEMM
-//! through cuBLAS, convolution and average pooling through cuDNN 9, and every
-//! other op as CUDA C kernels (`src/kernels/*.cu`) compiled at run time by
+//! through cuBLAS, convolution, average pooling and the LSTM over sequences
+//! through cuDNN 9, and every other op (an LSTM step included, with cuBLAS)
+//! as CUDA C kernels (`src/kernels/*.cu`) compiled at run time by
 //! NVRTC for the GPU's own architecture and cached on disk.
 //!
 //! **Builds everywhere, loads at run time.** The CUDA libraries are opened with

@@ -4,7 +4,11 @@
 //! A size that does not fit cuDNN's `int` is an error naming the op here,
 //! before any descriptor is made.
 
-use super::raw::{ConvDesc, Failure, FilterDesc, PoolDesc, TensorDesc};
+use super::raw::{
+    self, ConvDesc, DropoutDesc, Failure, FilterDesc, Handle, PoolDesc, RnnDataDesc, RnnDesc,
+    TensorDesc,
+};
+use super::rnn_layout::{LstmKey, SeqLengths};
 use crate::device::Gpu;
 use cudarc::cudnn::sys as dnn;
 use verjus_core::ops::{Conv2dPlan, Pool2dPlan};
@@ -149,6 +153,63 @@ impl BiasDescs {
         Ok(BiasDescs {
             dy: TensorDesc::nchw(i.of(dims)?).map_err(&fail)?,
             db: TensorDesc::nchw(i.of([1, dims[1], 1, 1])?).map_err(&fail)?,
+        })
+    }
+}
+
+/// The descriptors of one LSTM shape, kept between calls: the RNN's (which
+/// refers to the dropout descriptor, so it is dropped first) and the size of
+/// its weight space.
+#[derive(Debug)]
+pub(super) struct RnnDescs {
+    pub rnn: RnnDesc,
+    /// Kept alive for `rnn`.
+    _dropout: DropoutDesc,
+    pub weight_bytes: usize,
+}
+
+impl RnnDescs {
+    pub fn new(gpu: &Gpu, op: &str, h: &Handle, key: &LstmKey) -> Result<Self> {
+        let i = Ints { gpu, op };
+        let fail = i.failed();
+        let [input, hidden, _gates] = i.of([key.cudnn_input(), key.hidden, 4 * key.hidden])?;
+        let dropout = DropoutDesc::none(h).map_err(&fail)?;
+        let rnn = RnnDesc::lstm(input, hidden, key.bias, initial_math(key.tf32), &dropout)
+            .map_err(&fail)?;
+        let weight_bytes = raw::weight_space_size(h, &rnn).map_err(&fail)?;
+        Ok(RnnDescs {
+            rnn,
+            _dropout: dropout,
+            weight_bytes,
+        })
+    }
+}
+
+/// The data descriptors of one LSTM call: `x [T, B, F]` and `y [T, B, H]`
+/// with the call's sequence lengths, and the state `[1, B, H]` (`h` and `c`).
+#[derive(Debug)]
+pub(super) struct SeqDescs {
+    pub x: RnnDataDesc,
+    pub y: RnnDataDesc,
+    pub state: TensorDesc,
+}
+
+impl SeqDescs {
+    pub fn new(gpu: &Gpu, op: &str, key: &LstmKey, lengths: &SeqLengths) -> Result<Self> {
+        let i = Ints { gpu, op };
+        let fail = i.failed();
+        let batch = lengths.batch();
+        let [steps, b, input, hidden, _state] = i.of([
+            lengths.steps,
+            batch,
+            key.cudnn_input(),
+            key.hidden,
+            batch * key.hidden,
+        ])?;
+        Ok(SeqDescs {
+            x: RnnDataDesc::seq_major(steps, input, &lengths.cudnn).map_err(&fail)?,
+            y: RnnDataDesc::seq_major(steps, hidden, &lengths.cudnn).map_err(&fail)?,
+            state: TensorDesc::packed3([1, b, hidden]).map_err(&fail)?,
         })
     }
 }

@@ -1,4 +1,5 @@
-//! Convolution and average pooling through cuDNN 9 (legacy descriptor API).
+//! Convolution and average pooling through cuDNN 9 (legacy descriptor API),
+//! and the LSTM through its RNN API (`rnn`).
 //!
 //! For each convolution shape the descriptors and the algorithm of each
 //! direction are chosen once and cached: the first call of a shape in a
@@ -13,19 +14,24 @@
 //! The files: `raw` holds every `unsafe` cuDNN call behind safe functions and
 //! self-destroying handle and descriptors; `desc` builds descriptors from
 //! plans and keys them; `algo` chooses and caches algorithms; `workspace` is
-//! the shared scratch buffer; `conv` and `pool` are the ops. The coming cuDNN
-//! RNN adds its raw calls to `raw`, its descriptors to `desc` and its cache to
-//! [`State`], and takes its temporary space from the same [`Workspace`].
+//! the shared scratch buffer; `conv` and `pool` are the ops. The LSTM (`rnn`)
+//! has its raw calls in `raw`, its descriptors in `desc`, its host-side
+//! arithmetic in `rnn_layout` and its cache in [`State`], and takes cuDNN's
+//! workspace from the same [`Workspace`].
 
 mod algo;
 mod conv;
 mod desc;
 mod pool;
 mod raw;
+mod rnn;
+mod rnn_layout;
 mod workspace;
 
 pub(crate) use algo::Direction;
 pub(crate) use conv::ConvOperands;
+pub(crate) use rnn::{LstmBackwardPtrs, LstmForwardPtrs};
+pub(crate) use rnn_layout::{LstmKey, Param, SeqLengths, WeightLayout};
 
 use crate::alloc::Allocator;
 use crate::device::Gpu;
@@ -46,6 +52,7 @@ struct State {
     pools: HashMap<PoolKey, PoolDescs>,
     /// Bias-gradient descriptors by `dy`'s `[n, c, h, w]`.
     bias: HashMap<[usize; 4], BiasDescs>,
+    lstms: HashMap<rnn_layout::LstmKey, rnn::Lstm>,
     workspace: Workspace,
     handle: raw::Handle,
 }
@@ -68,6 +75,7 @@ impl Cudnn {
                 algos: algo::AlgoCache::default(),
                 pools: HashMap::new(),
                 bias: HashMap::new(),
+                lstms: HashMap::new(),
                 workspace: Workspace::new(alloc),
                 handle,
             }),

@@ -12,13 +12,18 @@
 //! - `Cudnn` uses a handle and its descriptors only under its lock, with the
 //!   device's context current, on the device's one stream.
 //!
-//! The cuDNN RNN calls (`cudnnRNNForward`, `cudnnRNNBackwardData_v8`,
-//! `cudnnRNNBackwardWeights_v8`, the RNN and RNN-data descriptors) belong
-//! here too, beside the convolution's.
+//! The cuDNN RNN calls of the LSTM (`cudnnRNNForward`,
+//! `cudnnRNNBackwardData_v8`, `cudnnRNNBackwardWeights_v8`, the RNN, RNN-data
+//! and dropout descriptors, the size and weight-layout queries) are here too,
+//! beside the convolution's; for them the plan's sizes also bound the weight
+//! space, workspace and reserve space passed with each call (see
+//! `rnn_layout.rs`), and host arrays (the sequence lengths) are read only
+//! during the call.
 
 use super::algo::{Algo, Direction, Found};
 use super::conv::ConvOperands;
-use super::desc::ConvDescs;
+use super::desc::{ConvDescs, RnnDescs, SeqDescs};
+use super::rnn::{LstmBackwardPtrs, LstmForwardPtrs};
 use cudarc::cudnn::result::CudnnError;
 use cudarc::cudnn::sys as dnn;
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
@@ -104,6 +109,29 @@ owned!(
     cudnnDestroyPoolingDescriptor
 );
 
+owned!(
+    /// A dropout descriptor (the LSTM's has no dropout; cuDNN still wants one).
+    DropoutDesc(dnn::cudnnDropoutDescriptor_t),
+    cudnnCreateDropoutDescriptor,
+    cudnnDestroyDropoutDescriptor
+);
+owned!(
+    /// A one-layer, unidirectional fp32 LSTM.
+    RnnDesc(dnn::cudnnRNNDescriptor_t),
+    cudnnCreateRNNDescriptor,
+    cudnnDestroyRNNDescriptor
+);
+owned!(
+    /// A sequence-major, padded batch of sequences with their lengths.
+    RnnDataDesc(dnn::cudnnRNNDataDescriptor_t),
+    cudnnCreateRNNDataDescriptor,
+    cudnnDestroyRNNDataDescriptor
+);
+
+/// `CUDNN_RNN_PADDED_IO_ENABLED` (a `#define` of `cudnn_adv.h`, so not in the
+/// bindings): the unpacked layouts with padding between sequences.
+const RNN_PADDED_IO_ENABLED: u32 = 1;
+
 impl Handle {
     /// A handle issuing its work on `stream`.
     pub fn new(stream: CUstream) -> Result<Self, Failure> {
@@ -132,6 +160,42 @@ impl TensorDesc {
             )
         })?;
         Ok(t)
+    }
+
+    /// A fully packed `[d0, d1, d2]` descriptor (an RNN state `[layers, B, H]`).
+    pub fn packed3(d: [i32; 3]) -> Result<Self, Failure> {
+        let t = TensorDesc::create()?;
+        let strides = [d[1].saturating_mul(d[2]), d[2], 1];
+        // SAFETY: a fresh descriptor; both arrays hold the 3 dims passed.
+        check("cudnnSetTensorNdDescriptor", unsafe {
+            dnn::cudnnSetTensorNdDescriptor(
+                t.0,
+                dnn::cudnnDataType_t::CUDNN_DATA_FLOAT,
+                3,
+                d.as_ptr(),
+                strides.as_ptr(),
+            )
+        })?;
+        Ok(t)
+    }
+
+    /// The dims cuDNN set on the descriptor (at most 3 are read).
+    fn dims(&self) -> Result<Vec<i32>, Failure> {
+        let (mut dims, mut strides) = ([0i32; 3], [0i32; 3]);
+        let mut nb = 0;
+        let mut dtype = dnn::cudnnDataType_t::CUDNN_DATA_FLOAT;
+        // SAFETY: a live descriptor; the arrays hold the 3 dims requested.
+        check("cudnnGetTensorNdDescriptor", unsafe {
+            dnn::cudnnGetTensorNdDescriptor(
+                self.0,
+                3,
+                &mut dtype,
+                &mut nb,
+                dims.as_mut_ptr(),
+                strides.as_mut_ptr(),
+            )
+        })?;
+        Ok(dims[..usize::try_from(nb).unwrap_or(0).min(3)].to_vec())
     }
 }
 
@@ -368,6 +432,285 @@ pub(super) fn pool_backward(
             scale(&ZERO),
             x_desc.0,
             out(dx),
+        )
+    })
+}
+
+impl DropoutDesc {
+    /// Dropout 0 without random states: a one-layer RNN applies no dropout,
+    /// but its descriptor must name one.
+    pub fn none(h: &Handle) -> Result<Self, Failure> {
+        let d = DropoutDesc::create()?;
+        // SAFETY: a fresh descriptor and a live handle; without states (null,
+        // 0 bytes) cuDNN keeps no device pointer.
+        check("cudnnSetDropoutDescriptor", unsafe {
+            dnn::cudnnSetDropoutDescriptor(d.0, h.0, 0.0, std::ptr::null_mut(), 0, 0)
+        })?;
+        Ok(d)
+    }
+}
+
+impl RnnDesc {
+    /// A one-layer, unidirectional fp32 LSTM of `input` features and `hidden`
+    /// units without projection, with PyTorch's two biases (`b_ih`, `b_hh`)
+    /// or none, over padded sequence-major data. It refers to `dropout`,
+    /// which must outlive it.
+    pub fn lstm(
+        input: i32,
+        hidden: i32,
+        bias: bool,
+        math: dnn::cudnnMathType_t,
+        dropout: &DropoutDesc,
+    ) -> Result<Self, Failure> {
+        let r = RnnDesc::create()?;
+        let bias = if bias {
+            dnn::cudnnRNNBiasMode_t::CUDNN_RNN_DOUBLE_BIAS
+        } else {
+            dnn::cudnnRNNBiasMode_t::CUDNN_RNN_NO_BIAS
+        };
+        let float = dnn::cudnnDataType_t::CUDNN_DATA_FLOAT;
+        // SAFETY: a fresh descriptor and a live dropout descriptor.
+        check("cudnnSetRNNDescriptor_v8", unsafe {
+            dnn::cudnnSetRNNDescriptor_v8(
+                r.0,
+                dnn::cudnnRNNAlgo_t::CUDNN_RNN_ALGO_STANDARD,
+                dnn::cudnnRNNMode_t::CUDNN_LSTM,
+                bias,
+                dnn::cudnnDirectionMode_t::CUDNN_UNIDIRECTIONAL,
+                dnn::cudnnRNNInputMode_t::CUDNN_LINEAR_INPUT,
+                float,
+                float,
+                math,
+                input,
+                hidden,
+                hidden,
+                1,
+                dropout.0,
+                RNN_PADDED_IO_ENABLED,
+            )
+        })?;
+        Ok(r)
+    }
+}
+
+impl RnnDataDesc {
+    /// fp32 data `[max_len, lengths.len(), vector]`, sequence-major with
+    /// padding: sequence `b` has `lengths[b]` frames (each in `1..=max_len`),
+    /// and outputs described by it are 0 on the padding.
+    pub fn seq_major(max_len: i32, vector: i32, lengths: &[i32]) -> Result<Self, Failure> {
+        let call = "cudnnSetRNNDataDescriptor";
+        let batch = i32::try_from(lengths.len()).map_err(|_| Failure {
+            call,
+            err: CudnnError(dnn::cudnnStatus_t::CUDNN_STATUS_BAD_PARAM),
+        })?;
+        let d = RnnDataDesc::create()?;
+        let mut fill = 0.0f32;
+        // SAFETY: a fresh descriptor; `lengths` holds `batch` lengths and
+        // `fill` one f32 (the data type), both read during the call only.
+        check(call, unsafe {
+            dnn::cudnnSetRNNDataDescriptor(
+                d.0,
+                dnn::cudnnDataType_t::CUDNN_DATA_FLOAT,
+                dnn::cudnnRNNDataLayout_t::CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                max_len,
+                batch,
+                vector,
+                lengths.as_ptr(),
+                (&mut fill as *mut f32).cast(),
+            )
+        })?;
+        Ok(d)
+    }
+}
+
+/// The bytes of the RNN's weight space.
+pub(super) fn weight_space_size(h: &Handle, rnn: &RnnDesc) -> Result<usize, Failure> {
+    let mut bytes = 0;
+    // SAFETY: see the module doc; a valid out-pointer.
+    check("cudnnGetRNNWeightSpaceSize", unsafe {
+        dnn::cudnnGetRNNWeightSpaceSize(h.0, rnn.0, &mut bytes)
+    })?;
+    Ok(bytes)
+}
+
+/// The `(workspace, reserve space)` bytes a training forward and its
+/// backward need for the sequences `x` describes.
+pub(super) fn temp_space_sizes(
+    h: &Handle,
+    rnn: &RnnDesc,
+    x: &RnnDataDesc,
+) -> Result<(usize, usize), Failure> {
+    let (mut work, mut reserve) = (0, 0);
+    // SAFETY: see the module doc; valid out-pointers.
+    check("cudnnGetRNNTempSpaceSizes", unsafe {
+        dnn::cudnnGetRNNTempSpaceSizes(
+            h.0,
+            rnn.0,
+            dnn::cudnnForwardMode_t::CUDNN_FWD_MODE_TRAINING,
+            x.0,
+            &mut work,
+            &mut reserve,
+        )
+    })?;
+    Ok((work, reserve))
+}
+
+/// The part of a linear layer that [`weight_param`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Part {
+    Matrix,
+    Bias,
+}
+
+/// Where the weight space at `space` holds linear layer `id`'s matrix or
+/// bias (of the first and only layer): its address and the dims cuDNN reports.
+pub(super) fn weight_param(
+    h: &Handle,
+    rnn: &RnnDesc,
+    space: Scratch,
+    id: i32,
+    part: Part,
+) -> Result<(CUdeviceptr, Vec<i32>), Failure> {
+    let desc = TensorDesc::create()?;
+    let mut addr: *mut c_void = std::ptr::null_mut();
+    let none = std::ptr::null_mut();
+    let (m_desc, m_addr, b_desc, b_addr) = match part {
+        Part::Matrix => (desc.0, &mut addr as *mut _, none, std::ptr::null_mut()),
+        Part::Bias => (none, std::ptr::null_mut(), desc.0, &mut addr as *mut _),
+    };
+    // SAFETY: see the module doc; cuDNN only computes an address inside the
+    // weight space (it does not access it) and sets the live descriptor.
+    check("cudnnGetRNNWeightParams", unsafe {
+        dnn::cudnnGetRNNWeightParams(
+            h.0,
+            rnn.0,
+            0,
+            space.bytes,
+            input(space.ptr),
+            id,
+            m_desc,
+            m_addr,
+            b_desc,
+            b_addr,
+        )
+    })?;
+    Ok((addr as CUdeviceptr, desc.dims()?))
+}
+
+/// The device memory an RNN call works in: the packed weights (or their
+/// gradients), the workspace and the reserve space.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RnnSpaces {
+    pub weights: Scratch,
+    pub work: Scratch,
+    pub reserve: Scratch,
+}
+
+/// The training forward: `y`, `hy`, `cy` and the reserve space from `x`,
+/// `hx`, `cx` and the weights (absent states, address 0, are zeros; absent
+/// outputs are not written).
+pub(super) fn rnn_forward(
+    h: &Handle,
+    d: &RnnDescs,
+    s: &SeqDescs,
+    t: &LstmForwardPtrs,
+    sp: RnnSpaces,
+) -> Result<(), Failure> {
+    // SAFETY: see the module doc; the sequence lengths live in `s.x` (cuDNN
+    // 8.9.1 and later take no device copy, so it is null).
+    check("cudnnRNNForward", unsafe {
+        dnn::cudnnRNNForward(
+            h.0,
+            d.rnn.0,
+            dnn::cudnnForwardMode_t::CUDNN_FWD_MODE_TRAINING,
+            std::ptr::null(),
+            s.x.0,
+            input(t.x),
+            s.y.0,
+            out(t.y),
+            s.state.0,
+            input(t.hx),
+            out(t.hy),
+            s.state.0,
+            input(t.cx),
+            out(t.cy),
+            sp.weights.bytes,
+            input(sp.weights.ptr),
+            sp.work.bytes,
+            out(sp.work.ptr),
+            sp.reserve.bytes,
+            out(sp.reserve.ptr),
+        )
+    })
+}
+
+/// `dx`, `dhx`, `dcx` from the output gradients (absent `dhy`, `dcy` are
+/// zeros; absent `dhx`, `dcx` are not written); leaves in the reserve space
+/// what [`rnn_backward_weights`] reads.
+pub(super) fn rnn_backward_data(
+    h: &Handle,
+    d: &RnnDescs,
+    s: &SeqDescs,
+    t: &LstmBackwardPtrs,
+    sp: RnnSpaces,
+) -> Result<(), Failure> {
+    // SAFETY: see the module doc and `rnn_forward`.
+    check("cudnnRNNBackwardData_v8", unsafe {
+        dnn::cudnnRNNBackwardData_v8(
+            h.0,
+            d.rnn.0,
+            std::ptr::null(),
+            s.y.0,
+            input(t.y),
+            input(t.dy),
+            s.x.0,
+            out(t.dx),
+            s.state.0,
+            input(t.hx),
+            input(t.dhy),
+            out(t.dhx),
+            s.state.0,
+            input(t.cx),
+            input(t.dcy),
+            out(t.dcx),
+            sp.weights.bytes,
+            input(sp.weights.ptr),
+            sp.work.bytes,
+            out(sp.work.ptr),
+            sp.reserve.bytes,
+            out(sp.reserve.ptr),
+        )
+    })
+}
+
+/// Adds the weight and bias gradients into `sp.weights` (the gradient
+/// space, laid out as the weight space), after [`rnn_backward_data`].
+pub(super) fn rnn_backward_weights(
+    h: &Handle,
+    d: &RnnDescs,
+    s: &SeqDescs,
+    t: &LstmBackwardPtrs,
+    sp: RnnSpaces,
+) -> Result<(), Failure> {
+    // SAFETY: see the module doc and `rnn_forward`.
+    check("cudnnRNNBackwardWeights_v8", unsafe {
+        dnn::cudnnRNNBackwardWeights_v8(
+            h.0,
+            d.rnn.0,
+            dnn::cudnnWgradMode_t::CUDNN_WGRAD_MODE_ADD,
+            std::ptr::null(),
+            s.x.0,
+            input(t.x),
+            s.state.0,
+            input(t.hx),
+            s.y.0,
+            input(t.y),
+            sp.weights.bytes,
+            out(sp.weights.ptr),
+            sp.work.bytes,
+            out(sp.work.ptr),
+            sp.reserve.bytes,
+            out(sp.reserve.ptr),
         )
     })
 }

@@ -4,6 +4,7 @@ use crate::backend::CudaBackend;
 use crate::device::arg;
 use crate::kernels::Module;
 use crate::storage::{ptr, ptr_mut};
+use cudarc::driver::sys::CUdeviceptr;
 use verjus_core::ops::{GemmPlan, UnaryOp};
 use verjus_core::{Result, Tensor};
 
@@ -17,10 +18,23 @@ pub(crate) fn gemm(
     let op = "gemm";
     be.enter(op)?;
     let n = c.numel();
+    gemm_at(be, op, plan, ptr(op, a)?, ptr(op, b)?, ptr_mut(op, c)?, n)
+}
+
+/// [`gemm`] on device addresses for ops that multiply inside their own
+/// buffers: `c` holds the `n` elements of the plan's output.
+pub(crate) fn gemm_at(
+    be: &CudaBackend,
+    op: &str,
+    plan: &GemmPlan,
+    a: CUdeviceptr,
+    b: CUdeviceptr,
+    cp: CUdeviceptr,
+    n: usize,
+) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
-    let cp = ptr_mut(op, c)?;
     if plan.k == 0 {
         // C = beta * C (and exactly 0 for beta = 0, whatever C held).
         let beta = plan.spec.beta;
@@ -36,5 +50,5 @@ pub(crate) fn gemm(
             &mut [arg(&cp), arg(&cp), arg(&count), arg(&code), arg(&beta)],
         );
     }
-    be.blas.gemm(plan, be.tf32(), ptr(op, a)?, ptr(op, b)?, cp)
+    be.blas.gemm(plan, be.tf32(), a, b, cp)
 }

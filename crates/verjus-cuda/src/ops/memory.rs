@@ -13,13 +13,18 @@ pub(crate) fn alloc_zeroed(be: &CudaBackend, shape: &Shape, dtype: DType) -> Res
     be.enter(op)?;
     let mut t = be.empty(op, shape, dtype)?;
     let bytes = t.numel() * dtype.size_in_bytes();
-    if bytes > 0 {
-        let p = ptr_mut(op, &mut t)?;
-        // SAFETY: `p` is a fresh allocation of at least `bytes` bytes.
-        unsafe { drv::memset_d8_async(p, 0, bytes, be.gpu.stream()) }
-            .map_err(|e| be.gpu.error(op, "cuMemsetD8Async", e))?;
-    }
+    zero_bytes(be, op, ptr_mut(op, &mut t)?, bytes)?;
     Ok(t)
+}
+
+/// Zeroes `bytes` bytes at `p` (an asynchronous memset; nothing for 0).
+pub(crate) fn zero_bytes(be: &CudaBackend, op: &str, p: u64, bytes: usize) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: every caller passes an allocation of at least `bytes` bytes.
+    unsafe { drv::memset_d8_async(p, 0, bytes, be.gpu.stream()) }
+        .map_err(|e| be.gpu.error(op, "cuMemsetD8Async", e))
 }
 
 /// Host to device through pinned staging; returns before the copy is done.
@@ -52,12 +57,23 @@ pub(crate) fn copy(be: &CudaBackend, src: &Tensor, dst: &mut Tensor) -> Result<(
     let op = "copy";
     be.enter(op)?;
     let bytes = src.numel() * src.dtype().size_in_bytes();
+    copy_bytes(be, op, ptr_mut(op, dst)?, ptr(op, src)?, bytes)
+}
+
+/// `bytes` bytes from `src` to `dst` (device to device, asynchronous; nothing for 0).
+pub(crate) fn copy_bytes(
+    be: &CudaBackend,
+    op: &str,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    let (s, d) = (ptr(op, src)?, ptr_mut(op, dst)?);
-    // SAFETY: both allocations hold `bytes` bytes (same dtype and count, validated).
-    unsafe { drv::memcpy_dtod_async(d, s, bytes, be.gpu.stream()) }
+    // SAFETY: every caller passes allocations holding `bytes` bytes from
+    // `src` and `dst` (for `copy`: same dtype and count, validated).
+    unsafe { drv::memcpy_dtod_async(dst, src, bytes, be.gpu.stream()) }
         .map_err(|e| be.gpu.error(op, "cuMemcpyDtoDAsync", e))
 }
 
