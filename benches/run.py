@@ -15,6 +15,19 @@ backward, optimizer step on one random batch of 128). With ``--epochs``, also
 ``mlp_epoch`` and ``cnn_epoch``: one shuffled Fashion-MNIST training epoch
 (60000 images, batch 128), timed once, or skipped when the dataset is absent.
 
+The LSTM workloads call verjus' fused LSTM ops directly and PyTorch's
+``torch.nn.LSTM`` (forward, then ``torch.autograd.grad`` of the outputs to the
+input and every weight and bias) or ``torch.nn.LSTMCell`` (one step under
+``torch.inference_mode``) at the same sizes; numpy has none. ``lstm_seq_train``
+is the recurrent part of a row-by-row Fashion-MNIST LSTM (T=28, B=128, F=28,
+H=128). ``lstm_lm_train`` runs 32 sequences of 64 to 256 frames (F=64, H=256);
+verjus takes their lengths, PyTorch packs them with ``pack_padded_sequence``
+and unpacks the outputs with ``pad_packed_sequence`` inside the timed call, as a
+PyTorch user must; ``lstm_lm_train_unpacked`` times verjus the same against
+PyTorch's LSTM over the padded batch, ignoring the lengths. ``lstm_cell_step``
+is one step of that language model's cell at batch 1, the latency of sampling
+text step by step. Their FLOP counts are the GEMMs' of the frames that run.
+
 With ``--rf``, runs instead the RF frontend's per-op overhead benchmark,
 ``benches/rf_overhead.py`` (verjus.rf vs PyTorch vs RETURNN's rf on tiny
 tensors; it needs the verjus Python package built), with the same ``--quick``,
@@ -43,7 +56,8 @@ verjus cannot run (e.g. an unsupported op) shows "error", one this machine lacks
 the data for "skipped"; either's reason follows the table.
 
 With ``--device cuda`` the GPU set runs instead (f32 GEMM 4096 and 8192, also
-with TF32; MLP and CNN Adam steps at batch 128 and 1024) on CUDA device 0, PyTorch
+with TF32; MLP and CNN Adam steps at batch 128 and 1024; the LSTM workloads) on
+CUDA device 0, PyTorch
 on the same GPU in the same run (synchronised after every call), and the peak
 memory of each step is reported: verjus' allocator high-water mark against
 ``torch.cuda.max_memory_allocated``. ``--bench-exe`` uses a prebuilt
@@ -397,14 +411,58 @@ def torch_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | None:
         return lambda: torch.autograd.grad(conv(x, w, bias, padding=pad), (x, w, bias), dy)
     if rec["op"] in ("infer", "train_step", "update", "train_epoch"):
         return torch_network_workload(torch, rec, gen, adam)
+    if rec["op"] in LSTM_OPS:
+        return torch_lstm_workload(torch, rec, gen, torch.device("cpu"))
     return None
+
+
+LSTM_OPS = ("lstm_train", "lstm_cell")
+
+
+def torch_lstm_workload(torch, rec: dict, gen, dev) -> Callable[[], object]:
+    """An LSTM workload on ``dev``: ``lstm_cell``, one ``torch.nn.LSTMCell`` step
+    in inference mode; ``lstm_train``, ``torch.nn.LSTM``'s forward over the
+    time-major batch and the gradients of random output gradients wrt the input
+    and all weights and biases. With ``lengths``, ``torch_lengths`` says whether
+    the sequences are packed (``pack_padded_sequence`` and back with
+    ``pad_packed_sequence``, inside the call) or run padded, lengths ignored."""
+    batch, features, hidden = rec["batch"], rec["input"], rec["hidden"]
+
+    def randn(*shape, grad=False):
+        return torch.randn(*shape, generator=gen).to(dev).requires_grad_(grad)
+
+    if rec["op"] == "lstm_cell":
+        cell = torch.nn.LSTMCell(features, hidden).to(dev)
+        x, state = randn(batch, features), (randn(batch, hidden), randn(batch, hidden))
+
+        def step():
+            with torch.inference_mode():
+                return cell(x, state)
+
+        return step
+    lstm = torch.nn.LSTM(features, hidden).to(dev)
+    steps = rec["steps"]
+    x = randn(steps, batch, features, grad=True)
+    dy = randn(steps, batch, hidden)
+    wrt = (x, *lstm.parameters())
+    if rec.get("torch_lengths") != "packed":
+        return lambda: torch.autograd.grad(lstm(x)[0], wrt, dy)
+    lengths = torch.tensor(rec["lengths"])  # on the CPU, as pack_padded_sequence wants
+    rnn = torch.nn.utils.rnn
+
+    def packed():
+        seqs = rnn.pack_padded_sequence(x, lengths, enforce_sorted=False)
+        y, _ = rnn.pad_packed_sequence(lstm(seqs)[0], total_length=steps)
+        return torch.autograd.grad(y, wrt, dy)
+
+    return packed
 
 
 def torch_cuda_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | None:
     """The GPU workload in PyTorch on cuda:0, synchronised after each call; records
     the step's peak memory (``torch.cuda.max_memory_allocated``) in ``rec``;
     ``adam`` holds extra arguments of ``torch.optim.Adam``."""
-    if not torch.cuda.is_available() or rec["op"] not in ("gemm", "train_step"):
+    if not torch.cuda.is_available() or rec["op"] not in ("gemm", "train_step", *LSTM_OPS):
         return None
     torch.backends.cuda.matmul.allow_tf32 = bool(rec.get("tf32"))
     torch.backends.cudnn.allow_tf32 = False
@@ -419,6 +477,14 @@ def torch_cuda_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | 
             torch.cuda.synchronize()
 
         return call
+    if rec["op"] in LSTM_OPS:
+        run = torch_lstm_workload(torch, rec, gen, dev)
+
+        def synchronised():
+            run()
+            torch.cuda.synchronize()
+
+        return synchronised
     model = torch_net(torch.nn, rec["net"]).to(dev)
     batch = rec["batch"]
     x = torch.rand(batch, 1, 28, 28, generator=gen).to(dev)
@@ -587,11 +653,12 @@ def markdown_table(rows: list[list[str]], context: list[str], header: list[str] 
 
 
 def spread_notes(records: list[dict]) -> list[str]:
-    """For the network workloads: how far the rounds' ratios ranged (10th to 90th
-    percentile), to show how much one ratio can be trusted."""
+    """For the network and LSTM workloads: how far the rounds' ratios ranged (10th
+    to 90th percentile), to show how much one ratio can be trusted."""
     notes = []
     for rec in records:
-        if rec["op"] in ("train_step", "update", "infer") and "torch_ratio_spread" in rec:
+        spread = ("train_step", "update", "infer", *LSTM_OPS)
+        if rec["op"] in spread and "torch_ratio_spread" in rec:
             lo, hi = rec["torch_ratio_spread"]
             notes.append(
                 f"{rec['name']}: verjus/torch per round {lo:.2f}-{hi:.2f} (10th-90th percentile)"

@@ -4,15 +4,19 @@
 removed from one broke the other unnoticed once. This runs the RF overhead
 table in its quick form (with whichever of torch and RETURNN are installed;
 the rest show as skipped) and checks that every op made it into the table.
-The timings themselves are not checked.
+The timings themselves are not checked. The library workers (``run.py
+--worker LIB``) are checked to have each kind of workload they time.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,3 +64,32 @@ def test_library_worker_times_a_workload_in_its_own_process() -> None:
     )
     assert absent.returncode == 0, absent.stderr
     assert json.loads(absent.stdout) == {"absent": True, "rec": {}}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed")
+def test_torch_worker_times_every_kind_of_lstm_workload() -> None:
+    """``run.py --worker torch`` has a version of each LSTM record verjus-bench
+    describes (at small sizes here): the training pass over full sequences, over
+    sequences with lengths packed and padded, and the cell step."""
+    script = ROOT / "benches" / "run.py"
+    sizes = {"batch": 3, "input": 5, "hidden": 4}
+    train = {"op": "lstm_train", "steps": 6, **sizes}
+    lengths = {"lengths": [6, 1, 4]}
+    records = [
+        train,
+        {**train, **lengths, "torch_lengths": "packed"},
+        {**train, **lengths, "torch_lengths": "padded"},
+        {"op": "lstm_cell", **sizes},
+    ]
+    for rec in records:
+        run = subprocess.run(
+            [sys.executable, str(script), "--worker", "torch", "--warmup", "1"],
+            input=json.dumps({"name": "l", **rec}) + "\nsample\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, (rec, run.stderr)
+        ready, sample = map(json.loads, run.stdout.splitlines())
+        assert ready == {"ready": True, "rec": {}}, rec
+        assert sample["ms"] > 0, rec

@@ -7,8 +7,8 @@
 //! ```
 //!
 //! `--device cuda` runs the GPU set instead (f32 GEMM at 4096 and 8192, also
-//! with TF32; the MLP and CNN training steps at batch 128 and 1024) on CUDA
-//! device 0, and adds each workload's `peak_bytes`: the caching allocator's
+//! with TF32; the MLP and CNN training steps at batch 128 and 1024; the LSTM
+//! workloads) on CUDA device 0, and adds each workload's `peak_bytes`: the caching allocator's
 //! high-water mark while it ran.
 //!
 //! Each line holds the workload's `name`, its parameters (`op` and sizes, see
@@ -23,6 +23,7 @@
 //! `--epochs` adds the Fashion-MNIST epochs, each timed once. Threads come from
 //! rayon's global pool: set `RAYON_NUM_THREADS` to fix their number.
 
+mod lstm;
 mod nets;
 mod serve;
 mod timing;

@@ -1,7 +1,9 @@
 //! The named workloads: what each computes, its FLOP count, its parameters as
 //! JSON (so `run.py` can run the same workload in numpy and PyTorch), and how to
-//! prepare it on a backend. Single ops are here; whole networks in [`crate::nets`].
+//! prepare it on a backend. Single ops are here, the LSTMs in [`crate::lstm`],
+//! whole networks in [`crate::nets`].
 
+use crate::lstm::{self, Lstm, LstmRun};
 use crate::nets::{self, Net, Optimizer};
 use serde_json::{json, Value};
 use verjus_core::ops::{self, Conv2dParams, GemmSpec};
@@ -52,6 +54,8 @@ pub enum Op {
         opt: Optimizer,
         batch: usize,
     },
+    /// A fused LSTM training pass or cell step (see [`Lstm`]).
+    Lstm(Lstm),
 }
 
 /// A named [`Op`].
@@ -130,6 +134,46 @@ fn epoch(name: &str, net: Net) -> Workload {
     )
 }
 
+/// The LSTM workloads: `lstm_seq_train`, the recurrent part of a row-by-row
+/// Fashion-MNIST LSTM (28 rows of 28 pixels, batch 128, 128 units);
+/// `lstm_lm_train`, a language model's LSTM over 32 sequences of 64 to 256
+/// frames (fixed seed), compared with PyTorch's packed sequences, and
+/// `lstm_lm_train_unpacked`, the same compared with PyTorch's padded batch; and
+/// `lstm_cell_step`, one step of that language model's cell at batch 1, the
+/// latency of sampling text.
+fn lstms() -> Vec<Workload> {
+    let lm_lengths = lstm::lengths(32, 64, 256, 7);
+    let lm = |torch_packs| {
+        Op::Lstm(Lstm {
+            batch: 32,
+            input: 64,
+            hidden: 256,
+            run: LstmRun::TrainLengths {
+                lengths: lm_lengths.clone(),
+                torch_packs,
+            },
+        })
+    };
+    let seq = Lstm {
+        batch: 128,
+        input: 28,
+        hidden: 128,
+        run: LstmRun::Train { steps: 28 },
+    };
+    let cell = Lstm {
+        batch: 1,
+        input: 64,
+        hidden: 256,
+        run: LstmRun::CellStep,
+    };
+    vec![
+        named("lstm_seq_train", Op::Lstm(seq)),
+        named("lstm_lm_train", lm(true)),
+        named("lstm_lm_train_unpacked", lm(false)),
+        named("lstm_cell_step", Op::Lstm(cell)),
+    ]
+}
+
 /// Every workload, in the order they are reported; the epochs (which take a
 /// while) only when `epochs` is set.
 ///
@@ -175,6 +219,7 @@ pub fn all(epochs: bool) -> Vec<Workload> {
         step("mlp_step_sgd", Net::Mlp, Optimizer::SgdMomentum),
         step("cnn_step", Net::Cnn, Optimizer::Adam),
     ];
+    all.extend(lstms());
     if epochs {
         all.extend([epoch("mlp_epoch", Net::Mlp), epoch("cnn_epoch", Net::Cnn)]);
     }
@@ -182,10 +227,10 @@ pub fn all(epochs: bool) -> Vec<Workload> {
 }
 
 /// The GPU set (`--device cuda`): large f32 GEMMs, in full fp32 and with TF32
-/// (names ending in `_tf32`), and the two networks' Adam training steps at batch
-/// 128 and 1024.
+/// (names ending in `_tf32`), the two networks' Adam training steps at batch
+/// 128 and 1024, and the LSTM workloads.
 pub fn gpu() -> Vec<Workload> {
-    vec![
+    let mut gpu = vec![
         gemm("gemm_4096", 4096, 4096, 4096, false, false),
         gemm("gemm_8192", 8192, 8192, 8192, false, false),
         gemm("gemm_4096_tf32", 4096, 4096, 4096, false, false),
@@ -194,7 +239,9 @@ pub fn gpu() -> Vec<Workload> {
         step_at("mlp_step_1024", Net::Mlp, 1024),
         step_at("cnn_step", Net::Cnn, 128),
         step_at("cnn_step_1024", Net::Cnn, 1024),
-    ]
+    ];
+    gpu.extend(lstms());
+    gpu
 }
 
 impl Workload {
@@ -207,6 +254,7 @@ impl Workload {
     /// terms are left out); `None` for whole networks.
     pub fn flops(&self) -> Option<f64> {
         Some(match self.op {
+            Op::Lstm(ref lstm) => lstm.flops(),
             Op::Gemm { m, n, k, .. } => 2.0 * (m * n * k) as f64,
             Op::Conv2d {
                 batch,
@@ -263,6 +311,7 @@ impl Workload {
 
     fn describe_op(&self) -> Value {
         match self.op {
+            Op::Lstm(ref lstm) => lstm.describe(),
             Op::Gemm {
                 m,
                 n,
@@ -355,6 +404,7 @@ impl Workload {
             Op::Update { net, opt, batch } => nets::update(net, opt, batch, be),
             Op::Infer { net, batch } => nets::infer(net, batch, be),
             Op::Epoch { net, opt, batch } => nets::epoch(net, opt, batch, be),
+            Op::Lstm(ref lstm) => lstm.prepare(be),
         }
     }
 }
@@ -370,18 +420,23 @@ pub fn merge(line: &mut Value, extra: Value) {
 /// deterministic generator (filled on the host, then uploaded).
 pub fn filled(be: &dyn Backend, dims: impl Into<Vec<usize>>, seed: u64) -> Result<Tensor> {
     let shape = Shape::new(dims)?;
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let data = (0..shape.numel())
-        .map(|_| {
-            // xorshift64*: plenty for benchmark inputs.
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            let bits = state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40;
-            bits as f32 / (1u64 << 23) as f32 - 1.0
-        })
+    let data = xorshift(seed)
+        .take(shape.numel())
+        .map(|bits| (bits >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
         .collect();
     ops::upload(be, &Tensor::from_vec(shape.dims().to_vec(), data)?)
+}
+
+/// An endless stream of 64-bit values from `seed` (xorshift64*: plenty for
+/// benchmark inputs).
+pub fn xorshift(seed: u64) -> impl Iterator<Item = u64> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    std::iter::repeat_with(move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    })
 }
 
 #[cfg(test)]
