@@ -68,7 +68,7 @@ def test_train_writes_a_complete_run_folder(trained_run):
     assert (out / "curves.png").read_bytes().startswith(PNG_MAGIC)
     assert (out / "curves.png").stat().st_size > 5000
     net = verjus.Network.load(out)
-    assert net.outputs == [("fc3", (10,))]
+    assert net.outputs == [("logits", (10,))]
     # The run folder is a training checkpoint: it resumes where the run stopped.
     trainer = verjus.Trainer.resume(out)
     assert trainer.step == 3 * 16  # 512 synthetic images in batches of 32
