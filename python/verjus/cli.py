@@ -207,6 +207,7 @@ def _train(args: argparse.Namespace) -> int:
             validation_data=test,
             seed=args.seed,
             progress=not args.no_progress,
+            verbose=0,  # _RunFolder prints each epoch, naming the test split
             callbacks=[run],
         )
     shown = Path(args.out)  # as given, not resolved
