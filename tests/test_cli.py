@@ -98,7 +98,9 @@ def test_predict_reports_accuracy_and_a_confusion_matrix(trained_run, fashion_di
     alone = run_cli("predict", str(out), "--data", str(fashion_dir))
     assert alone.returncode == 0, alone.stderr
     assert f"accuracy {accuracy:.4f}" in alone.stdout
-    definition_alone = run_cli("predict", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir))
+    definition_alone = run_cli(
+        "predict", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir)
+    )
     assert definition_alone.returncode == 1
     assert "needs the weights too" in definition_alone.stderr
     again = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out), "--data", str(fashion_dir),

@@ -55,7 +55,8 @@ def test_unnamed_sequential_layers_are_named_by_type_and_index():
     ]  # fmt: skip
     assert net.state_dict()["linear_1.weight"].shape == (4, 6)
     summary = net.summary(print_fn=None)
-    assert "linear_2" in summary and "relu_1" in summary
+    assert "linear_2" in summary
+    assert "relu_1" in summary
     # A given name is kept, and an automatic one steps around it.
     seq = nn.Sequential(nn.ReLU(), nn.ReLU(name="relu_1"), nn.ReLU(), input_shape=(2,))
     assert [layer["name"] for layer in seq.to_def()["layers"]] == ["relu_2", "relu_1", "relu_3"]

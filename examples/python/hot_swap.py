@@ -4,11 +4,12 @@
 
 Trains the MLP and the CNN of examples/nets/ briefly on Fashion-MNIST (other
 layers, one interface: input ``image`` [1, 28, 28], output ``logits`` [10],
-from ``fc3`` in one and ``fc2`` in the other), saves both as checkpoints, then four threads call ``Runner.infer`` on test images while the
-main thread swaps between the checkpoints several times and offers one
-network that does not fit (flat [784] inputs), which is refused. Prints the
-requests served, the failures (zero) and the accuracy on the first 2000 test
-images before and after each swap.
+from ``fc3`` in one and ``fc2`` in the other), saves both as checkpoints, then
+four threads call ``Runner.infer`` on test images while the main thread swaps
+between the checkpoints several times and offers one network that does not
+fit (flat [784] inputs), which is refused. Prints the requests served, the
+failures (zero) and the accuracy on the first 2000 test images before and
+after each swap.
 """
 
 import argparse

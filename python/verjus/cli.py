@@ -193,8 +193,8 @@ def _train(args: argparse.Namespace) -> int:
     name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
     print(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
-        f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, {_count(args.epochs, 'epoch')}, "
-        f"device {trainer.device}",
+        f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, "
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}",
         flush=True,
     )
     net.forward(x[:1])  # the data fits the network, before anything is written
@@ -341,9 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     info.set_defaults(run=_info)
 
     predict = commands.add_parser("predict", help="accuracy and confusion matrix of saved weights")
-    predict.add_argument(
-        "network", help="network definition (JSON file), or a run folder alone"
-    )
+    predict.add_argument("network", help="network definition (JSON file), or a run folder alone")
     predict.add_argument(
         "weights",
         nargs="?",

@@ -9,8 +9,8 @@ with one that has the same interface: input names and shapes, and output
 names and shapes (an output's name is its own, ``{"name": "logits", "from":
 "fc3"}`` in the definition, so networks with other layers swap for each
 other). One that does not fit raises ``ValueError`` naming the mismatch and
-both interfaces, and the old network keeps serving. ``watch`` polls a checkpoint folder and swaps in each new
-version of it.
+both interfaces, and the old network keeps serving. ``watch`` polls a
+checkpoint folder and swaps in each new version of it.
 
     runner = verjus.Runner.from_checkpoint("runs/mlp")
     runner.watch("runs/mlp", interval=1.0, on_event=print)

@@ -267,13 +267,14 @@ class Trainer:
         After each epoch it evaluates ``validation_data``, prints one line (unless
         ``verbose=0``) and calls the callbacks::
 
-            epoch 1/3: train loss 0.4921, val loss 0.3935, val accuracy 0.8571 (9.8 s, 6,122 examples/s)
+            epoch 1/3: train loss 0.4921, val loss 0.3935, val accuracy 0.8571 (9.8 s, ...)
 
         The two outputs are apart: ``verbose=0`` turns off the lines, and
         ``progress=False`` the progress bar over each epoch's steps (drawn on
-        stderr when it is a terminal, and removed when the epoch ends). Returns the ``History``: per epoch ``epoch``,
-        ``train_loss``, ``seconds``, ``examples_per_second`` and, with validation
-        data, ``val_loss`` and ``val_accuracy``."""
+        stderr when it is a terminal, and removed when the epoch ends).
+        Returns the ``History``: per epoch ``epoch``, ``train_loss``,
+        ``seconds``, ``examples_per_second`` and, with validation data,
+        ``val_loss`` and ``val_accuracy``."""
         if epochs < 0 or batch_size <= 0 or eval_batch_size <= 0:
             raise ValueError(
                 "fit: need epochs >= 0, batch_size > 0 and eval_batch_size > 0, got "
