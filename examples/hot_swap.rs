@@ -1,8 +1,8 @@
 //! Hot-swapping the network that serves inference, under load.
 //!
 //! Trains the MLP and the CNN of `examples/nets/` briefly on Fashion-MNIST
-//! (their output layers renamed to `logits`, so both have the same interface),
-//! saves both as checkpoints, then serves the test images from four threads
+//! (other layers, one interface: input `image` [1, 28, 28], output `logits`
+//! [10], from `fc3` in one and `fc2` in the other), saves both as checkpoints, then serves the test images from four threads
 //! while the main thread swaps between the two checkpoints several times and
 //! offers one network that does not fit (another input shape), which is
 //! refused while the old network keeps serving. Prints the requests served,
@@ -60,6 +60,10 @@ fn args() -> Result<Args> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("options: --mlp-steps N  --cnn-steps N  --out DIR  --device cpu|cuda|cuda:N");
+            std::process::exit(0);
+        }
         let value = it
             .next()
             .ok_or_else(|| Error::invalid("arguments", format!("{flag} needs a value")))?;
@@ -76,7 +80,7 @@ fn args() -> Result<Args> {
             other => {
                 return Err(Error::invalid(
                     "arguments",
-                    format!("unknown option {other}"),
+                    format!("unknown option {other:?} (try --help)"),
                 ))
             }
         }
@@ -84,14 +88,13 @@ fn args() -> Result<Args> {
     Ok(args)
 }
 
-/// The definition in `examples/nets/{file}` with its output layer `last`
-/// renamed to `logits`.
-fn definition(file: &str, last: &str) -> Result<NetworkDef> {
+/// The definition in `examples/nets/{file}`, as shipped.
+fn definition(file: &str) -> Result<NetworkDef> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/nets")
         .join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| Error::file(&path, e.to_string()))?;
-    NetworkDef::from_json(&text.replace(&format!("\"{last}\""), "\"logits\""))
+    NetworkDef::from_json(&text).map_err(|e| e.in_file(&path))
 }
 
 /// Trains `def` for `steps` minibatches of Adam and saves a checkpoint.
@@ -161,14 +164,14 @@ fn run() -> Result<()> {
     let test = Arc::new(load_fashion_mnist(Split::Test, None)?);
     let (mlp, cnn) = (args.out.join("mlp"), args.out.join("cnn"));
     train(
-        definition("fashion_mlp.json", "fc3")?,
+        definition("fashion_mlp.json")?,
         args.mlp_steps,
         &train_set,
         &be,
         &mlp,
     )?;
     train(
-        definition("fashion_cnn.json", "fc2")?,
+        definition("fashion_cnn.json")?,
         args.cnn_steps,
         &train_set,
         &be,
@@ -220,7 +223,7 @@ fn run() -> Result<()> {
         );
     }
     // A network that takes flat [784] inputs does not fit: refused.
-    let flat = definition("fashion_mlp.json", "fc3")?;
+    let flat = definition("fashion_mlp.json")?;
     let text = flat.to_json().replace("\"Flatten\"", "\"ReLU\"");
     let mut bad = NetworkDef::from_json(&text)?;
     bad.inputs[0].shape = vec![784];

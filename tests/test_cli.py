@@ -68,7 +68,7 @@ def test_train_writes_a_complete_run_folder(trained_run):
     assert (out / "curves.png").read_bytes().startswith(PNG_MAGIC)
     assert (out / "curves.png").stat().st_size > 5000
     net = verjus.Network.load(out)
-    assert net.outputs == [("fc3", (10,))]
+    assert net.outputs == [("logits", (10,))]
     # The run folder is a training checkpoint: it resumes where the run stopped.
     trainer = verjus.Trainer.resume(out)
     assert trainer.step == 3 * 16  # 512 synthetic images in batches of 32
@@ -90,7 +90,19 @@ def test_predict_reports_accuracy_and_a_confusion_matrix(trained_run, fashion_di
         int(v) for line in result.stdout.splitlines()[3:] for v in line.split()[-10:] if v.isdigit()
     )
     assert matrix_total == 128
-    # A run folder works as the weights argument too.
+    # Whole class names head the columns, none cut short.
+    header = result.stdout.splitlines()[2]
+    for name in verjus.data.FASHION_MNIST_CLASSES:
+        assert f"  {name}" in header, header
+    # A run folder works as the weights argument too, and alone.
+    alone = run_cli("predict", str(out), "--data", str(fashion_dir))
+    assert alone.returncode == 0, alone.stderr
+    assert f"accuracy {accuracy:.4f}" in alone.stdout
+    definition_alone = run_cli(
+        "predict", str(NETS / "fashion_mlp.json"), "--data", str(fashion_dir)
+    )
+    assert definition_alone.returncode == 1
+    assert "needs the weights too" in definition_alone.stderr
     again = run_cli("predict", str(NETS / "fashion_mlp.json"), str(out), "--data", str(fashion_dir),
                     "--device", "cpu")  # fmt: skip
     assert again.returncode == 0, again.stderr

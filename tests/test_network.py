@@ -28,7 +28,7 @@ def test_from_def_accepts_dict_path_text_and_folder(tmp_path):
     nets.append(verjus.Network.from_def(tmp_path))
     for net in nets:
         assert net.inputs == [("image", (1, 28, 28))]
-        assert net.outputs == [("fc3", (10,))]
+        assert net.outputs == [("logits", (10,))]
         assert net.parameter_count() == 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10
 
 

@@ -24,16 +24,15 @@ def cnn_builder() -> nn.Sequential:
         nn.Linear(10, name="fc2"),
         input_shape=(1, 28, 28),
         input_name="image",
+        output_name="logits",
     )
 
 
 def test_sequential_writes_the_example_cnn_definition():
     want = verjus.Network.from_def(NETS / "fashion_cnn.json").to_def()
     got = verjus.Network.from_def(cnn_builder()).to_def()
-    # The JSON file names its output explicitly; the builder's default is the last layer.
-    want.pop("outputs", None)
-    got.pop("outputs", None)
     assert got == want
+    assert cnn_builder().to_def() == want
 
 
 def test_builder_and_json_build_the_same_network():
@@ -45,13 +44,65 @@ def test_builder_and_json_build_the_same_network():
         np.testing.assert_array_equal(va, vb)
 
 
-def test_unnamed_sequential_layers_are_numbered_like_torch():
+def test_unnamed_sequential_layers_are_named_by_type_and_index():
     seq = nn.Sequential(nn.Flatten(), nn.Linear(4), nn.ReLU(), nn.Linear(2), input_shape=(2, 3))
     definition = seq.to_def()
-    assert [layer["name"] for layer in definition["layers"]] == ["0", "1", "2", "3"]
+    names = [layer["name"] for layer in definition["layers"]]
+    assert names == ["flatten_1", "linear_1", "relu_1", "linear_2"]
     net = verjus.Network.from_def(seq)
+    assert list(net.state_dict()) == [
+        "linear_1.weight", "linear_1.bias", "linear_2.weight", "linear_2.bias",
+    ]  # fmt: skip
+    assert net.state_dict()["linear_1.weight"].shape == (4, 6)
+    summary = net.summary(print_fn=None)
+    assert "linear_2" in summary
+    assert "relu_1" in summary
+    # A given name is kept, and an automatic one steps around it.
+    seq = nn.Sequential(nn.ReLU(), nn.ReLU(name="relu_1"), nn.ReLU(), input_shape=(2,))
+    assert [layer["name"] for layer in seq.to_def()["layers"]] == ["relu_2", "relu_1", "relu_3"]
+
+
+def test_definitions_saved_with_positional_names_still_load(tmp_path):
+    """Before layers were named by type, Sequential named them "0", "1", ...:
+    such definitions and their saved networks load as they were."""
+    old = {
+        "format_version": 1,
+        "inputs": [{"name": "input", "shape": [2, 3]}],
+        "layers": [
+            {"name": "0", "type": "Flatten"},
+            {"name": "1", "type": "Linear", "out_features": 4},
+            {"name": "2", "type": "ReLU"},
+            {"name": "3", "type": "Linear", "out_features": 2},
+        ],
+    }
+    net = verjus.Network.from_def(old, seed=1)
     assert list(net.state_dict()) == ["1.weight", "1.bias", "3.weight", "3.bias"]
-    assert net.state_dict()["1.weight"].shape == (4, 6)
+    assert net.outputs == [("3", (2,))]
+    net.save(tmp_path / "old")
+    loaded = verjus.Network.load(tmp_path / "old")
+    assert loaded.to_def() == old
+    x = np.ones((1, 2, 3), np.float32)
+    np.testing.assert_array_equal(loaded(x), net(x))
+
+
+def test_outputs_can_be_named_apart_from_their_layers():
+    seq = nn.Sequential(nn.Linear(3), nn.ReLU(), input_shape=(2,), output_name="scores")
+    definition = seq.to_def()
+    assert definition["outputs"] == [{"name": "scores", "from": "relu_1"}]
+    assert definition["format_version"] == 2
+    assert verjus.Network.from_def(seq).outputs == [("scores", (3,))]
+    assert nn.Sequential(nn.Linear(3), input_shape=(2,)).to_def()["format_version"] == 1
+    x = nn.Input("x", (4,))
+    h = nn.Linear(5, name="fc")(x)
+    graph = nn.Graph(inputs=[x], outputs={"logits": h, "hidden": nn.ReLU()(h)})
+    assert graph.to_def()["outputs"] == [
+        {"name": "logits", "from": "fc"}, {"name": "hidden", "from": "relu1"},
+    ]  # fmt: skip
+    net = verjus.Network.from_def(graph)
+    assert net.outputs == [("logits", (5,)), ("hidden", (5,))]
+    assert verjus.Network.from_def(net.to_def()).outputs == net.outputs
+    with pytest.raises(ValueError, match="output name"):
+        nn.Sequential(nn.Linear(3), input_shape=(2,), output_name="").to_def()
 
 
 def test_defaults_are_left_out_like_the_core_writes_them():
@@ -159,4 +210,4 @@ def test_to_json_is_what_the_core_reads():
     seq = nn.Sequential(nn.Linear(3), input_shape=(2,))
     assert json.loads(seq.to_json()) == seq.to_def()
     net = verjus.Network.from_def(seq.to_json())
-    assert net.outputs == [("0", (3,))]
+    assert net.outputs == [("linear_1", (3,))]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import NETS
 
 import verjus
 
@@ -67,6 +68,31 @@ def test_four_threads_infer_while_fifty_swaps_happen() -> None:
     assert errors == []
     assert sum(seen) == 8000
     assert runner.generation == 50
+
+
+def test_the_shipped_mlp_and_cnn_swap_by_their_interface_names(tmp_path: Path) -> None:
+    mlp = verjus.Network.from_def(NETS / "fashion_mlp.json")
+    cnn = verjus.Network.from_def(NETS / "fashion_cnn.json", seed=1)
+    assert mlp.outputs == cnn.outputs == [("logits", (10,))]
+    runner = verjus.Runner(mlp)
+    x = np.random.default_rng(0).random((3, 1, 28, 28), dtype=np.float32)
+    assert runner.swap(cnn) == 1
+    np.testing.assert_array_equal(runner.infer(x), cnn(x))
+    mlp.save(tmp_path / "mlp")
+    assert runner.swap_from(tmp_path / "mlp") == 2
+    np.testing.assert_array_equal(runner.infer(x), mlp(x))
+    # The interface names survive the checkpoint, and a served copy keeps them.
+    assert verjus.Network.load(tmp_path / "mlp").outputs == [("logits", (10,))]
+    assert verjus.Runner.from_checkpoint(tmp_path / "mlp").swap(cnn) == 1
+
+
+def test_a_renamed_output_is_refused_naming_both_sides() -> None:
+    named = {**WIDE, "outputs": [{"name": "scores", "from": "fc2"}]}
+    runner = verjus.Runner(verjus.Network.from_def(MLP))
+    with pytest.raises(ValueError, match=r'refused: output "fc2" .* called "scores"') as info:
+        runner.swap(verjus.Network.from_def(named))
+    assert 'serving outputs: "fc2" [4]; new outputs: "scores" [4]' in str(info.value)
+    assert runner.generation == 0
 
 
 def test_swaps_that_do_not_fit_are_refused(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """``verjus.Trainer`` and ``verjus.optim``: steps, evaluation, fit, callbacks, the GIL."""
 
+import re
 import threading
 import time
 
@@ -36,6 +37,20 @@ def test_train_minibatch_returns_loss_and_output_and_learns():
         loss, _ = trainer.train_minibatch(x, y)
     assert loss < 0.3 * first
     assert trainer.step == 51
+
+
+def test_train_minibatch_can_skip_the_output_copy():
+    x, y = blobs()
+    with_output = verjus.Trainer(mlp(), optim.Adam(lr=0.05))
+    loss_only = verjus.Trainer(mlp(), optim.Adam(lr=0.05))
+    for _ in range(3):
+        loss, out = with_output.train_minibatch(x, y)
+        same, none = loss_only.train_minibatch(x, y, return_output=False)
+        assert out.shape == (256, 3)
+        assert none is None
+        assert same == loss
+    for name, value in with_output.network.state_dict().items():
+        np.testing.assert_array_equal(value, loss_only.network.state_dict()[name])
 
 
 def test_the_trainer_trains_the_network_it_was_given():
@@ -78,6 +93,34 @@ def test_fit_returns_a_history_and_reaches_high_accuracy():
         "epoch", "train_loss", "seconds", "examples_per_second", "val_loss", "val_accuracy"
     }  # fmt: skip
     assert trainer.step == 4 * 16
+
+
+EPOCH_LINE = (
+    r"epoch (\d)/(\d): train loss (\d+\.\d{4}), val loss (\d+\.\d{4}), "
+    r"val accuracy (\d\.\d{4}) \(\d+\.\d s, [\d,]+ examples/s\)"
+)
+
+
+def test_fit_prints_one_line_per_epoch_unless_verbose_is_0(capsys):
+    x, y = blobs(128)
+    xv, yv = blobs(64, seed=9)
+    trainer = verjus.Trainer(mlp(), optim.Adam(lr=0.02))
+    history = trainer.fit(x, y, epochs=2, batch_size=32, validation_data=(xv, yv), progress=False)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    for line, epoch in zip(lines, history, strict=True):
+        found = re.fullmatch(EPOCH_LINE, line)
+        assert found is not None, line
+        assert found.group(1, 2) == (str(epoch["epoch"]), "2")
+        assert float(found.group(3)) == pytest.approx(epoch["train_loss"], abs=5e-5)
+        assert float(found.group(4)) == pytest.approx(epoch["val_loss"], abs=5e-5)
+        assert float(found.group(5)) == pytest.approx(epoch["val_accuracy"], abs=5e-5)
+    # Without validation data, the training loss alone.
+    trainer.fit(x, y, epochs=1, batch_size=32)
+    line = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"epoch 1/1: train loss \d+\.\d{4} \(.* examples/s\)", line), line
+    trainer.fit(x, y, epochs=2, batch_size=32, validation_data=(xv, yv), verbose=0)
+    assert capsys.readouterr().out == ""
 
 
 def test_fit_with_a_short_last_batch_and_without_shuffling():

@@ -118,11 +118,12 @@ fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
     };
     let mut trainer = Trainer::new(net, Solver::new(Adam::new(LR)), loss, be);
     println!(
-        "{net_file}: {} training and {} test images, Adam lr {LR}, batch {BATCH}, {} epochs, \
+        "{net_file}: {} training and {} test images, Adam lr {LR}, batch {BATCH}, {} epoch{}, \
          device {}",
         train.len(),
         test.len(),
         args.epochs,
+        if args.epochs == 1 { "" } else { "s" },
         args.device
     );
 

@@ -108,7 +108,8 @@ def main() -> None:
     rf.set_random_seed(args.seed)
     model = Mlp() if args.model == "mlp" else Cnn()
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
-    print(f"{args.model}: {n_params} parameters, {epochs} epochs, batch {BATCH}, Adam lr 1e-3")
+    count = f"{epochs} epoch" + ("" if epochs == 1 else "s")
+    print(f"{args.model}: {n_params} parameters, {count}, batch {BATCH}, Adam lr 1e-3")
     opt = rf.Adam(model.parameters(), lr=1e-3)
     rng = np.random.default_rng(args.seed)
 

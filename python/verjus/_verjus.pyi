@@ -73,6 +73,22 @@ def gemm(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[
     :rtype: npt.NDArray[np.float32]
     """
 
+def check_solver_config(solver_json: str) -> None:
+    """Checks a solver configuration (rule, schedule, clipping) as a ``Trainer``
+    would; a bad setting is a ``ValueError`` naming the field.
+
+    :param str solver_json: a ``SolverConfig``, as the ``verjus.optim`` classes
+      write it
+    """
+
+def check_schedule(schedule_json: str) -> None:
+    """Checks a learning-rate schedule; a bad setting is a ``ValueError`` naming
+    the field.
+
+    :param str schedule_json: an ``LrSchedule``, as the ``verjus.optim``
+      schedules write it
+    """
+
 def fashion_mnist(
     split: str, data_dir: str | None = None
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
@@ -298,15 +314,17 @@ class Trainer:
         :rtype: str
         """
     def train_minibatch(
-        self, x: npt.ArrayLike, y: npt.ArrayLike
-    ) -> tuple[float, npt.NDArray[np.float32]]:
+        self, x: npt.ArrayLike, y: npt.ArrayLike, return_output: bool = True
+    ) -> tuple[float, npt.NDArray[np.float32] | None]:
         """One step: forward (training mode), loss, backward, update normalised by
-        this batch's size.
+        this batch's size. With ``return_output`` false the output is neither
+        copied nor downloaded, and None takes its place.
 
         :param npt.ArrayLike x: the inputs ``[batch, ...]``
         :param npt.ArrayLike y: class labels ``[batch]`` or targets
-        :return: the mean loss and a copy of output 0
-        :rtype: tuple[float, npt.NDArray[np.float32]]
+        :param bool return_output: whether to return a copy of output 0
+        :return: the mean loss and a copy of output 0 (or None)
+        :rtype: tuple[float, npt.NDArray[np.float32] | None]
         """
     def evaluate(
         self, x: npt.ArrayLike, y: npt.ArrayLike, batch_size: int = 1000

@@ -3,6 +3,7 @@
     verjus train NET.json --data fashion-mnist --epochs 3 --optimizer adam --lr 1e-3 \\
         --batch-size 128 --device cpu --out runs/cnn
     verjus info NET.json
+    verjus predict RUN_FOLDER --data fashion-mnist --split test --device cpu
     verjus predict NET.json WEIGHTS --data fashion-mnist --split test --device cpu
 
 ``train`` prints the training loss and the test loss and accuracy after each
@@ -13,7 +14,9 @@ epoch, so an interrupted run leaves usable files): a training checkpoint
 ``verjus.Trainer.resume`` read it), replaced as a whole atomically, and beside
 it ``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``, which the
 checkpoint saves keep.
-``predict`` prints the accuracy and the confusion matrix of saved weights.
+``predict`` prints the accuracy and the confusion matrix of saved weights: a
+run folder alone (it holds its ``network.json``), or a definition and a
+weights file or run folder.
 
 ``--device`` (``cpu``, ``cuda``, ``cuda:N``) is where the network is built and
 computes; a device that cannot be used here (no GPU, a CUDA library missing)
@@ -60,6 +63,11 @@ CURVES_FILE = "curves.png"
 MANIFEST_FILE = "checkpoint.json"  # what makes a folder a run folder
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a reader gone early
 DATA_HELP = "fashion-mnist (the installed data set) or a folder of its IDX .gz files"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 epoch``, ``3 epochs``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _data_dir(data: str) -> str | None:
@@ -185,8 +193,8 @@ def _train(args: argparse.Namespace) -> int:
     name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
     print(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
-        f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, {args.epochs} epochs, "
-        f"device {trainer.device}",
+        f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, "
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}",
         flush=True,
     )
     net.forward(x[:1])  # the data fits the network, before anything is written
@@ -207,6 +215,7 @@ def _train(args: argparse.Namespace) -> int:
             validation_data=test,
             seed=args.seed,
             progress=not args.no_progress,
+            verbose=0,  # _RunFolder prints each epoch, naming the test split
             callbacks=[run],
         )
     shown = Path(args.out)  # as given, not resolved
@@ -231,20 +240,31 @@ def _confusion(labels: npt.NDArray[np.int64], predicted: npt.NDArray[np.int64], 
 
 
 def _format_confusion(matrix: npt.NDArray[np.int64], names: Sequence[str]) -> str:
-    width = max(6, len(str(int(matrix.max()))) + 1)
-    short = [n[:width] for n in names]
+    """The matrix with whole class names: each column as wide as its name or its
+    largest count."""
     label_width = max(len(n) for n in names)
-    head = " " * (label_width + 2) + "".join(s.rjust(width + 1) for s in short)
-    rows = [
-        f"{names[i].ljust(label_width)}  " + "".join(str(v).rjust(width + 1) for v in matrix[i])
-        for i in range(len(names))
-    ]
-    return "\n".join(["rows: true class, columns: predicted class", head, *rows])
+    widths = [max(len(name), len(str(int(matrix[:, j].max())))) for j, name in enumerate(names)]
+
+    def line(label: str, cells: Sequence[str]) -> str:
+        return label.ljust(label_width) + "".join(
+            "  " + cell.rjust(w) for cell, w in zip(cells, widths, strict=True)
+        )
+
+    rows = [line(names[i], [str(v) for v in matrix[i]]) for i in range(len(names))]
+    return "\n".join(["rows: true class, columns: predicted class", line("", names), *rows])
 
 
 def _predict(args: argparse.Namespace) -> int:
-    weights = Path(args.weights)
-    if weights.is_dir():
+    if args.weights is None:
+        # One argument: a run (or network) folder, which holds its definition.
+        weights = Path(args.network)
+        if not weights.is_dir():
+            raise ValueError(
+                f"predict {args.network}: a definition needs the weights too "
+                "(verjus predict NET.json WEIGHTS); a run folder can be given alone"
+            )
+        net = Network.load(weights, device=args.device)
+    elif (weights := Path(args.weights)).is_dir():
         # The whole run folder, checked against its manifest, and its
         # definition against the one given.
         net = Network.load(weights, device=args.device)
@@ -321,8 +341,12 @@ def _parser() -> argparse.ArgumentParser:
     info.set_defaults(run=_info)
 
     predict = commands.add_parser("predict", help="accuracy and confusion matrix of saved weights")
-    predict.add_argument("network", help="network definition (JSON file)")
-    predict.add_argument("weights", help="weights.safetensors or a run folder")
+    predict.add_argument("network", help="network definition (JSON file), or a run folder alone")
+    predict.add_argument(
+        "weights",
+        nargs="?",
+        help="weights.safetensors or a run folder (none when the first argument is a run folder)",
+    )
     predict.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
     predict.add_argument("--split", choices=("train", "test"), default="test")
     predict.add_argument("--batch-size", type=BATCH_SIZE, default=1000)

@@ -12,9 +12,10 @@ checks and runs. This module writes those definitions from Python in two forms:
                         nn.Flatten(), nn.Linear(10), input_shape=(1, 28, 28))
       )
 
-  Unnamed layers are named by position (``"0"``, ``"1"``, ...), as in
-  ``torch.nn.Sequential``, so parameter names (``"0.weight"``) line up with a
-  PyTorch model of the same layout.
+  Unnamed layers are named by type and index (``"conv2d_1"``, ``"relu_1"``,
+  ``"conv2d_2"``, ...), as Keras names them, so ``summary()`` and parameter
+  names (``"conv2d_1.weight"``) say what each layer is. (The names are part of
+  a saved definition: networks saved with other names load as they were.)
 
 - The functional graph form writes any DAG: call layers on ``Input`` nodes and
   on each other's outputs, then collect them in a ``Graph``::
@@ -23,6 +24,12 @@ checks and runs. This module writes those definitions from Python in two forms:
       h = nn.Linear(16, name="fc")(x)
       y = nn.Add(name="residual")(nn.ReLU(name="act")(h), x)
       definition = nn.Graph(inputs=[x], outputs=[y])
+
+Outputs are named after their layers unless given names of their own
+(``Sequential(..., output_name="logits")``, ``Graph(..., outputs={"logits": y})``):
+a named output is part of the network's interface, which a hot swap
+(``Runner.swap``) matches, so a network with other layers can replace one
+with the same interface.
 
 Both produce the same ``NetworkDef`` dict as ``examples/nets/*.json``
 (``to_def()``); nothing here checks shapes, which the core does once, with
@@ -33,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -59,7 +66,9 @@ __all__ = [
     "Tanh",
 ]
 
-FORMAT_VERSION = 1
+# The definition format written: 2 where an output is named apart from its
+# layer (the core reads both), else 1, which older readers understand too.
+FORMAT_VERSION = 2
 
 # Layer types with parameters (the ones a repeated call shares).
 _PARAMETRIC = frozenset({"Linear", "Conv2d"})
@@ -321,16 +330,28 @@ class Concat(Layer):
 
 
 def _network_def(
-    inputs: list[dict[str, Any]], layers: list[dict[str, Any]], outputs: list[str]
+    inputs: list[dict[str, Any]],
+    layers: list[dict[str, Any]],
+    outputs: list[str | dict[str, str]],
 ) -> dict[str, Any]:
+    renamed = any(isinstance(o, dict) for o in outputs)
     definition: dict[str, Any] = {
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if renamed else 1,
         "inputs": inputs,
         "layers": layers,
     }
     if outputs:
         definition["outputs"] = outputs
     return definition
+
+
+def _output(name: str | None, layer: str) -> str | dict[str, str]:
+    """A network output from ``layer``: the bare layer name, or named ``name``."""
+    if name is None or name == layer:
+        return layer
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"an output name must be a non-empty string, got {name!r}")
+    return {"name": name, "from": layer}
 
 
 def _unit_shape(shape: Iterable[int], what: str) -> list[int]:
@@ -345,6 +366,9 @@ class Sequential(Layer):
 
     With ``input_shape`` it is a whole network (``to_def()`` gives the
     ``NetworkDef``); without, it is a container layer inside another network.
+    Unnamed layers are named ``<type>_<n>`` (``conv2d_1``, ``relu_1``, ``relu_2``).
+    The network's input is named ``input_name``, and its output is named
+    ``output_name`` (default: after the last layer).
     """
 
     kind = "Sequential"
@@ -354,6 +378,7 @@ class Sequential(Layer):
         *layers: Layer,
         input_shape: Sequence[int] | None = None,
         input_name: str = "input",
+        output_name: str | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
@@ -363,14 +388,28 @@ class Sequential(Layer):
         self.layers = list(layers)
         self.input_shape = None if input_shape is None else _unit_shape(input_shape, "input_shape")
         self.input_name = input_name
+        self.output_name = output_name
+
+    def _names(self) -> list[str]:
+        """Each layer's name: its own, else ``<type>_<n>`` counted per type."""
+        given = [layer.name for layer in self.layers if layer.name is not None]
+        for n in given:
+            if given.count(n) > 1:
+                raise ValueError(f"Sequential: two layers are named {n!r}")
+        used = set(given)
+        counts: dict[str, int] = {}
+        names = []
+        for layer in self.layers:
+            name = layer.name
+            while name is None or (layer.name is None and name in used):
+                counts[layer.kind] = counts.get(layer.kind, 0) + 1
+                name = f"{layer.kind.lower()}_{counts[layer.kind]}"
+            used.add(name)
+            names.append(name)
+        return names
 
     def _layer_defs(self) -> list[dict[str, Any]]:
-        names = [layer.name or str(i) for i, layer in enumerate(self.layers)]
-        seen: set[str] = set()
-        for n in names:
-            if n in seen:
-                raise ValueError(f"Sequential: two layers are named {n!r}")
-            seen.add(n)
+        names = self._names()
         return [layer.to_def(n) for n, layer in zip(names, self.layers, strict=True)]
 
     def settings(self) -> dict[str, Any]:
@@ -385,8 +424,13 @@ class Sequential(Layer):
                 "Sequential(..., input_shape=...) is needed for a whole network: "
                 "the input's unit shape (without the batch axis) must be given once"
             )
+        outputs = []
+        if self.output_name is not None:
+            if not self.layers:
+                raise ValueError("Sequential: output_name needs at least one layer")
+            outputs = [_output(self.output_name, self._names()[-1])]
         return _network_def(
-            [{"name": self.input_name, "shape": self.input_shape}], self._layer_defs(), []
+            [{"name": self.input_name, "shape": self.input_shape}], self._layer_defs(), outputs
         )
 
     def to_json(self) -> str:
@@ -423,13 +467,22 @@ class Graph:
     layers are listed in a topological order of the nodes reachable from
     ``outputs``. Calling one layer object on several inputs applies it several
     times with one set of parameters: the later calls ``share`` the first's.
+    ``outputs`` is a list (each output named after its layer) or a mapping
+    from output names to nodes (``{"logits": y}``).
     """
 
-    def __init__(self, inputs: Sequence[Input], outputs: Sequence[Node]) -> None:
+    def __init__(
+        self, inputs: Sequence[Input], outputs: Sequence[Node] | Mapping[str, Node]
+    ) -> None:
         if not inputs or not outputs:
             raise ValueError("Graph needs at least one input and one output")
         self.inputs = list(inputs)
-        self.outputs = list(outputs)
+        if isinstance(outputs, Mapping):
+            self.output_names: list[str | None] = list(outputs.keys())
+            self.outputs = list(outputs.values())
+        else:
+            self.outputs = list(outputs)
+            self.output_names = [None] * len(self.outputs)
 
     def to_def(self) -> dict[str, Any]:
         """The ``NetworkDef`` dict."""
@@ -449,7 +502,10 @@ class Graph:
                 entry["share"] = owner
             layers.append(entry)
         inputs = [{"name": n.input_name, "shape": n.shape} for n in self.inputs]
-        outputs = [names[id(o)] if o.layer is not None else str(o.input_name) for o in self.outputs]
+        outputs = [
+            _output(name, names[id(o)] if o.layer is not None else str(o.input_name))
+            for name, o in zip(self.output_names, self.outputs, strict=True)
+        ]
         return _network_def(inputs, layers, outputs)
 
     def _layer_order(self, input_names: dict[int, str | None]) -> list[Node]:

@@ -21,20 +21,47 @@ RETURNN's engine does:
     opt = verjus.rf.Adam(model.parameters(), lr=1e-3, clip_norm=1.0)
     opt.zero_grad(); loss.backward(); opt.step()
 
-Values are checked by the core when a ``Trainer`` is made or the optimizer is
-bound: a bad one raises ``ValueError`` naming the field. A bound optimizer
-reads its settings once, when it is made.
+Values are checked by the core when an optimizer or a schedule is made, as
+in PyTorch: a bad one (``Adam(lr=-1)``, ``lr=float("nan")``,
+``StepLR(step_size=0)``) raises ``ValueError`` naming the field, where the
+mistake is written. Settings changed on the object afterwards are checked
+again when a ``Trainer`` is made from it. A bound optimizer reads its
+settings once, when it is made.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from verjus._config import dumps_finite
-from verjus._verjus import RfOptimizer, Tensor
+from verjus._verjus import RfOptimizer, Tensor, check_schedule, check_solver_config
 
 __all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineWarmup", "Optimizer", "Schedule", "StepLR"]
+
+
+# Settings that are counts or flags; every other one is a real number.
+_COUNTS = frozenset({"step_size", "warmup_steps", "total_steps"})
+_FLAGS = frozenset({"nesterov", "decoupled"})
+
+
+def _check_types(owner: str, fields: Mapping[str, Any]) -> None:
+    """Each setting has its type (``TypeError`` naming it if not), and a count is
+    not negative: the core reads counts as unsigned and would not name the field."""
+    for field, value in fields.items():
+        if value is None and field == "clip_norm":
+            continue
+        if field in _FLAGS:
+            if not isinstance(value, bool):
+                raise TypeError(f"{owner}: {field} must be True or False, got {value!r}")
+        elif field in _COUNTS:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{owner}: {field} must be an int, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{owner}: {field} must be >= 0, got {value}")
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{owner}: {field} must be a number, got {value!r}")
 
 
 class Schedule:
@@ -43,6 +70,13 @@ class Schedule:
     def config(self) -> Any:
         """The Rust ``LrSchedule`` as JSON-ready data."""
         raise NotImplementedError
+
+    def _check(self) -> None:
+        """Checks the settings with the core's rules; called last by each
+        subclass's ``__init__``, so a bad one fails where it is written."""
+        ((_, fields),) = self.config().items()
+        _check_types(type(self).__name__, fields)
+        check_schedule(dumps_finite(self.config(), type(self).__name__))
 
 
 class Constant(Schedule):
@@ -61,6 +95,7 @@ class StepLR(Schedule):
     def __init__(self, step_size: int, gamma: float = 0.1) -> None:
         self.step_size = step_size
         self.gamma = gamma
+        self._check()
 
     def config(self) -> Any:
         return {"Step": {"step_size": self.step_size, "gamma": self.gamma}}
@@ -77,6 +112,7 @@ class CosineWarmup(Schedule):
         self.warmup_steps = warmup_steps
         self.total_steps = total_steps
         self.min_lr = min_lr
+        self._check()
 
     def config(self) -> Any:
         return {
@@ -126,8 +162,13 @@ class Optimizer:
         return dumps_finite(self.config(), type(self).__name__)
 
     def _bind(self, params: Iterable[Tensor] | None) -> None:
-        """Binds to the trainable ones of ``params`` (if given), with the settings
-        as they are now; called last by each subclass's ``__init__``."""
+        """Checks the settings with the core's rules (so a bad one fails where it
+        is written) and binds to the trainable ones of ``params`` (if given),
+        with the settings as they are now; called last by each subclass's
+        ``__init__``."""
+        ((_, fields),) = self.rule().items()
+        _check_types(type(self).__name__, {**fields, "clip_norm": self.clip_norm})
+        check_solver_config(self.to_json())
         if params is not None:
             trainable = [p for p in params if getattr(p, "trainable", None) is not False]
             self._bound = RfOptimizer(trainable, self.to_json())

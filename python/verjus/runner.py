@@ -5,10 +5,12 @@ default), ``"cuda"`` or ``"cuda:N"``; inputs are uploaded and outputs come back
 as numpy arrays. ``infer`` can be
 called from many threads at once: it releases the GIL and runs with no lock
 around the computation. ``swap`` and ``swap_from`` replace the served network
-with one that has the same inputs and outputs (names and shapes); one that
-does not fit raises ``ValueError`` naming the mismatch, and the old network
-keeps serving. ``watch`` polls a checkpoint folder and swaps in each new
-version of it.
+with one that has the same interface: input names and shapes, and output
+names and shapes (an output's name is its own, ``{"name": "logits", "from":
+"fc3"}`` in the definition, so networks with other layers swap for each
+other). One that does not fit raises ``ValueError`` naming the mismatch and
+both interfaces, and the old network keeps serving. ``watch`` polls a
+checkpoint folder and swaps in each new version of it.
 
     runner = verjus.Runner.from_checkpoint("runs/mlp")
     runner.watch("runs/mlp", interval=1.0, on_event=print)

@@ -4,7 +4,9 @@
 //! Before the backend makes its first CUDA call it therefore asks cudarc's
 //! fallible loaders whether each library it needs can be opened (the driver
 //! `libcuda.so.1`, cuBLAS, cuDNN, NVRTC), then initialises the driver and counts
-//! devices. A failure becomes a message naming what is missing.
+//! devices. A failure becomes a message naming what is missing: without the
+//! NVIDIA kernel driver, that no NVIDIA driver is installed (a library path
+//! would not help); with it, the library and `LD_LIBRARY_PATH`.
 
 use cudarc::driver::result as drv;
 use std::sync::OnceLock;
@@ -51,17 +53,34 @@ pub fn probe() -> Result<usize, String> {
     PROBE.get_or_init(probe_uncached).clone()
 }
 
+/// Where Linux shows the loaded NVIDIA kernel driver (also inside containers
+/// given a GPU).
+const NVIDIA_PROC: &str = "/proc/driver/nvidia/version";
+
+/// Why `file` (the library called `name`) cannot be used. Without the NVIDIA
+/// kernel driver, no library path would help, so that is what is said.
+fn missing(name: &str, file: &str) -> String {
+    let driver_loaded = std::path::Path::new(NVIDIA_PROC).exists();
+    match (file, driver_loaded) {
+        ("libcuda.so.1", false) => format!(
+            "no NVIDIA driver is installed ({file} not found and no {NVIDIA_PROC}): \
+             CUDA needs an NVIDIA GPU with its driver"
+        ),
+        ("libcuda.so.1", true) => format!(
+            "the NVIDIA driver is loaded but its CUDA library {file} was not found; \
+             set LD_LIBRARY_PATH to the folder that holds it"
+        ),
+        _ => format!(
+            "the {name} library is missing ({file} not found; set LD_LIBRARY_PATH to the \
+             folder that holds it)"
+        ),
+    }
+}
+
 fn probe_uncached() -> Result<usize, String> {
     for (name, file, present) in LIBRARIES {
         if !present() {
-            let hint = if file == "libcuda.so.1" {
-                "no CUDA driver".to_string()
-            } else {
-                format!("the {name} library is missing")
-            };
-            return Err(format!(
-                "{hint} ({file} not found; set LD_LIBRARY_PATH to the folder that holds it)"
-            ));
+            return Err(missing(name, file));
         }
     }
     drv::init().map_err(|e| format!("the CUDA driver did not initialise: {e}"))?;
@@ -70,5 +89,26 @@ fn probe_uncached() -> Result<usize, String> {
     match usize::try_from(count) {
         Ok(n) if n > 0 => Ok(n),
         _ => Err("the CUDA driver reports no devices".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_driver_library_says_what_to_do() {
+        let driver = missing("CUDA driver", "libcuda.so.1");
+        if std::path::Path::new(NVIDIA_PROC).exists() {
+            assert!(driver.contains("LD_LIBRARY_PATH"), "{driver}");
+        } else {
+            assert!(driver.contains("no NVIDIA driver is installed"), "{driver}");
+            assert!(!driver.contains("LD_LIBRARY_PATH"), "{driver}");
+        }
+        let cublas = missing("cuBLAS", "libcublas.so.13");
+        assert!(
+            cublas.contains("libcublas.so.13") && cublas.contains("LD_LIBRARY_PATH"),
+            "{cublas}"
+        );
     }
 }

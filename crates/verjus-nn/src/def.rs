@@ -12,34 +12,46 @@
 //! A layer may `share` the parameters of another layer of the same kind and
 //! shapes (by path); the gradients of all users are summed into the one
 //! parameter.
+//!
+//! Inputs and outputs are the network's interface: each has a name of its own
+//! that callers (and a hot swap, which matches networks by it) see. An input's
+//! name is the one layers read it by; an output names the layer it comes
+//! `from` (version 2), or is the bare layer path and named after it (version 1).
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use verjus_core::{Error, Result};
 
-/// The current definition format.
-pub const FORMAT_VERSION: u32 = 1;
+pub use crate::interface::OutputDef;
 
-fn format_version() -> u32 {
-    FORMAT_VERSION
+/// The current definition format: version 2 added named outputs
+/// (`{"name": "logits", "from": "fc3"}`).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The version of a definition that does not say (the first one).
+fn first_version() -> u32 {
+    1
 }
 
 /// A whole network: inputs, layers, outputs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkDef {
-    /// Version of this format; loading a newer version is an error.
-    #[serde(default = "format_version")]
+    /// Version of this format; loading a newer version is an error. Reading
+    /// and writing raise it to the version the definition needs (see
+    /// [`NetworkDef::required_version`]), so that an older verjus refuses a
+    /// definition it would misread, and still reads every other one.
+    #[serde(default = "first_version")]
     pub format_version: u32,
     /// Named inputs and their unit shapes (without the batch axis).
     pub inputs: Vec<InputDef>,
     /// The layers of the top-level scope.
     pub layers: Vec<LayerDef>,
-    /// Names (paths) of the layers whose outputs the network returns; empty means
-    /// the last layer.
+    /// The outputs the network returns, in order; empty means the last layer's
+    /// output, named after it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<String>,
+    pub outputs: Vec<OutputDef>,
 }
 
 /// A named network input.
@@ -285,7 +297,7 @@ impl NetworkDef {
     /// A leading byte-order mark (editors on Windows write one) is skipped.
     pub fn from_json(text: &str) -> Result<Self> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let def: NetworkDef = serde_json::from_str(text)
+        let mut def: NetworkDef = serde_json::from_str(text)
             .map_err(|e| Error::definition("<definition>", format!("invalid JSON: {e}")))?;
         if def.format_version > FORMAT_VERSION {
             return Err(Error::definition(
@@ -296,12 +308,33 @@ impl NetworkDef {
                 ),
             ));
         }
+        def.format_version = def.format_version.max(def.required_version());
         Ok(def)
     }
 
-    /// The definition as pretty JSON.
+    /// The definition as pretty JSON, its `format_version` at least the one
+    /// it needs.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a NetworkDef always serializes")
+        let needed = self.required_version();
+        let text = if self.format_version >= needed {
+            serde_json::to_string_pretty(self)
+        } else {
+            serde_json::to_string_pretty(&NetworkDef {
+                format_version: needed,
+                ..self.clone()
+            })
+        };
+        text.expect("a NetworkDef always serializes")
+    }
+
+    /// The oldest format version that reads this definition as meant: 2 when
+    /// an output is named apart from its layer, else 1.
+    pub fn required_version(&self) -> u32 {
+        if self.outputs.iter().any(OutputDef::is_renamed) {
+            2
+        } else {
+            1
+        }
     }
 }
 
@@ -323,7 +356,7 @@ mod tests {
     #[test]
     fn parses_and_round_trips() {
         let def = NetworkDef::from_json(CNN).unwrap();
-        assert_eq!(def.format_version, FORMAT_VERSION);
+        assert_eq!(def.format_version, 1);
         assert_eq!(def.layers[0].config.kind(), "Conv2d");
         match &def.layers[0].config {
             LayerConfig::Conv2d {
@@ -343,6 +376,38 @@ mod tests {
         assert_eq!(def, again);
         let with_mark = NetworkDef::from_json(&format!("\u{feff}{CNN}")).unwrap();
         assert_eq!(def, with_mark);
+    }
+
+    #[test]
+    fn named_outputs_are_version_2_and_bare_ones_still_read() {
+        let bare = CNN.replace(
+            "\n        ]\n",
+            "\n        ],\n        \"outputs\": [\"fc\"]\n",
+        );
+        let def = NetworkDef::from_json(&bare).unwrap();
+        assert_eq!(def.outputs, [OutputDef::layer("fc")]);
+        assert_eq!(def.format_version, 1);
+        assert!(def.to_json().contains("\"format_version\": 1"));
+
+        let named = bare.replace(r#"["fc"]"#, r#"[{"name": "logits", "from": "fc"}]"#);
+        let def = NetworkDef::from_json(&named).unwrap();
+        assert_eq!(
+            def.outputs,
+            [OutputDef {
+                name: "logits".into(),
+                from: "fc".into()
+            }]
+        );
+        // Raised to the version the named output needs, and written so.
+        assert_eq!(def.format_version, 2);
+        assert_eq!(NetworkDef::from_json(&def.to_json()).unwrap(), def);
+        let mut built_in_code = def.clone();
+        built_in_code.format_version = 1;
+        assert!(built_in_code.to_json().contains("\"format_version\": 2"));
+
+        let too_new = named.replacen('{', r#"{"format_version": 3,"#, 1);
+        let err = NetworkDef::from_json(&too_new).unwrap_err().to_string();
+        assert!(err.contains("format_version 3"), "{err}");
     }
 
     #[test]

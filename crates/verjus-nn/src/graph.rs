@@ -38,7 +38,7 @@ pub(crate) struct Flat<'d> {
     pub leaves: Vec<Leaf<'d>>,
     /// Leaf indices in an order where every leaf comes after its inputs.
     pub order: Vec<usize>,
-    /// `(name as given, leaf)` per network output.
+    /// `(interface name, leaf)` per network output.
     pub outputs: Vec<(String, usize)>,
 }
 
@@ -413,16 +413,40 @@ impl<'d> Builder<'d> {
             let name = top.entries[last].def.name.clone();
             return Ok(vec![as_leaf(&name, self.value_of(0, last)?)?]);
         }
-        self.def
-            .outputs
-            .iter()
-            .map(|name| {
-                let (sc, pos) = self
-                    .lookup(0, name, false)
-                    .ok_or_else(|| Error::definition(name, "the network output names no layer"))?;
-                as_leaf(name, self.value_of(sc, pos)?)
-            })
-            .collect()
+        let mut outputs: Vec<(String, usize)> = Vec::with_capacity(self.def.outputs.len());
+        for (k, output) in self.def.outputs.iter().enumerate() {
+            let what = if output.is_renamed() {
+                format!("the network output {:?}", output.name)
+            } else {
+                "the network output".to_string()
+            };
+            if output.name.is_empty() {
+                return Err(Error::definition(
+                    &output.from,
+                    "a network output's name must be non-empty",
+                ));
+            }
+            // One name, one layer: the same output may be listed twice, but
+            // two layers cannot share a name (a swap matches outputs by name).
+            if let Some(earlier) = self.def.outputs[..k]
+                .iter()
+                .find(|o| o.name == output.name && o.from != output.from)
+            {
+                return Err(Error::definition(
+                    &output.name,
+                    format!(
+                        "two network outputs have this name: from {:?} and from {:?}",
+                        earlier.from, output.from
+                    ),
+                ));
+            }
+            let (sc, pos) = self
+                .lookup(0, &output.from, false)
+                .ok_or_else(|| Error::definition(&output.from, format!("{what} names no layer")))?;
+            let (_, leaf) = as_leaf(&output.from, self.value_of(sc, pos)?)?;
+            outputs.push((output.name.clone(), leaf));
+        }
+        Ok(outputs)
     }
 }
 

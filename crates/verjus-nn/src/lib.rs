@@ -63,6 +63,7 @@ mod folder;
 mod fuse;
 mod gradplan;
 mod graph;
+mod interface;
 mod layers;
 mod load;
 mod loss;
@@ -77,7 +78,7 @@ pub mod weights;
 
 pub use atomic::write_atomic;
 pub use context::Context;
-pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, Pair};
+pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, OutputDef, Pair};
 pub use descriptor::{Descriptor, Init, ParamDesc};
 pub use loss::Loss;
 pub use network::Network;

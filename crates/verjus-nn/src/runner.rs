@@ -4,9 +4,11 @@
 //! takes a clone of that `Arc` under a lock held only for the clone, then runs
 //! with no lock at all, so any number of threads infer at once. [`Runner::swap`]
 //! checks the new network against the served one *before* anything changes —
-//! the same input names and unit shapes, the same output names and unit
-//! shapes, parameters on the runner's device — and then replaces the `Arc` in
-//! one store. A call that started before the swap finishes on the old network
+//! the same interface (input names and unit shapes, output names and unit
+//! shapes, in order), parameters on the runner's device — and then replaces
+//! the `Arc` in one store. Outputs are matched by their interface names
+//! (`{"name": "logits", "from": "fc3"}`), not by the layers that compute
+//! them, so a network with other layers serves in place of another. A call that started before the swap finishes on the old network
 //! (its `Arc` keeps it alive); every later call uses the new one. A swap that
 //! does not fit is refused with an error naming the mismatch, and the old
 //! network keeps serving.
@@ -134,20 +136,17 @@ fn check_device(network: &Network, be: &BackendRef) -> Result<()> {
     }
 }
 
-/// A replacement must take the same inputs and give the same outputs (names
-/// and unit shapes) as the network it replaces.
+/// A replacement must take the same inputs and give the same outputs (interface
+/// names and unit shapes, in order) as the network it replaces. A refusal names
+/// the first difference and lists both interfaces.
 pub fn check_compatible(serving: &Network, candidate: &Network) -> Result<()> {
-    let old_inputs: Vec<(String, Vec<usize>)> = serving
-        .inputs()
-        .iter()
-        .map(|i| (i.name.clone(), i.shape.clone()))
-        .collect();
-    let new_inputs: Vec<(String, Vec<usize>)> = candidate
-        .inputs()
-        .iter()
-        .map(|i| (i.name.clone(), i.shape.clone()))
-        .collect();
-    compare("input", &old_inputs, &new_inputs)?;
+    let inputs = |net: &Network| -> Vec<(String, Vec<usize>)> {
+        net.inputs()
+            .iter()
+            .map(|i| (i.name.clone(), i.shape.clone()))
+            .collect()
+    };
+    compare("input", &inputs(serving), &inputs(candidate))?;
     compare(
         "output",
         &serving.output_shapes(),
@@ -156,32 +155,44 @@ pub fn check_compatible(serving: &Network, candidate: &Network) -> Result<()> {
 }
 
 fn compare(what: &str, old: &[(String, Vec<usize>)], new: &[(String, Vec<usize>)]) -> Result<()> {
-    let refuse = |msg: String| Err(Error::invalid("Runner::swap", format!("refused: {msg}")));
-    if old.len() != new.len() {
-        return refuse(format!(
-            "the serving network has {} {what}(s) {:?}, the new one {} {:?}",
+    let difference = if old.len() != new.len() {
+        format!(
+            "the serving network has {} {what}(s), the new one {}",
             old.len(),
-            names(old),
-            new.len(),
-            names(new)
-        ));
-    }
-    for ((old_name, old_shape), (new_name, new_shape)) in old.iter().zip(new) {
+            new.len()
+        )
+    } else {
+        let Some(((old_name, old_shape), (new_name, new_shape))) =
+            old.iter().zip(new).find(|(o, n)| o != n)
+        else {
+            return Ok(());
+        };
         if old_name != new_name {
-            return refuse(format!(
+            format!(
                 "{what} {old_name:?} of the serving network is called {new_name:?} in the new one"
-            ));
-        }
-        if old_shape != new_shape {
-            return refuse(format!(
+            )
+        } else {
+            format!(
                 "{what} {old_name:?} has unit shape {old_shape:?} in the serving network \
                  but {new_shape:?} in the new one"
-            ));
+            )
         }
-    }
-    Ok(())
+    };
+    Err(Error::invalid(
+        "Runner::swap",
+        format!(
+            "refused: {difference} (serving {what}s: {}; new {what}s: {})",
+            interface(old),
+            interface(new)
+        ),
+    ))
 }
 
-fn names(items: &[(String, Vec<usize>)]) -> Vec<&str> {
-    items.iter().map(|(n, _)| n.as_str()).collect()
+/// `"logits" [10], "aux" [3]`.
+fn interface(items: &[(String, Vec<usize>)]) -> String {
+    let parts: Vec<String> = items
+        .iter()
+        .map(|(name, shape)| format!("{name:?} {shape:?}"))
+        .collect();
+    parts.join(", ")
 }

@@ -9,6 +9,7 @@
 //! - `network.rs`, `trainer.rs`, `dataset.rs`, `runner.rs`: the classes
 //!   `Network`, `Trainer`, `Dataset`, `Runner`; a network and its trainers
 //!   share one model (`shared.rs`);
+//! - `config.rs`: optimizer and schedule settings checked when made;
 //! - `device.rs`: device names, and host transfers around a computation;
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
 //! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
@@ -20,6 +21,7 @@
 //! name:`) and result (`:rtype:`): `scripts/gen_stub.py` writes the type stub
 //! `python/verjus/_verjus.pyi` from them, and a test checks that it is current.
 
+mod config;
 mod convert;
 mod data;
 mod dataset;
@@ -122,6 +124,8 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_reset_peak_memory, m)?)?;
     m.add_function(wrap_pyfunction!(linalg::gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(config::check_solver_config, m)?)?;
+    m.add_function(wrap_pyfunction!(config::check_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(data::fashion_mnist, m)?)?;
     m.add_class::<network::Network>()?;
     m.add_class::<dataset::Dataset>()?;

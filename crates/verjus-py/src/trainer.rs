@@ -175,27 +175,32 @@ impl Trainer {
     }
 
     /// One step: forward (training mode), loss, backward, update normalised by
-    /// this batch's size.
+    /// this batch's size. With ``return_output`` false the output is neither
+    /// copied nor downloaded, and None takes its place.
     ///
     /// :param npt.ArrayLike x: the inputs ``[batch, ...]``
     /// :param npt.ArrayLike y: class labels ``[batch]`` or targets
-    /// :return: the mean loss and a copy of output 0
-    /// :rtype: tuple[float, npt.NDArray[np.float32]]
+    /// :param bool return_output: whether to return a copy of output 0
+    /// :return: the mean loss and a copy of output 0 (or None)
+    /// :rtype: tuple[float, npt.NDArray[np.float32] | None]
+    #[pyo3(signature = (x, y, return_output = true))]
     fn train_minibatch<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         y: &Bound<'py, PyAny>,
-    ) -> PyResult<(f32, Bound<'py, PyAny>)> {
+        return_output: bool,
+    ) -> PyResult<(f32, Option<Bound<'py, PyAny>>)> {
         let x = convert::floats("train_minibatch: x", x)?;
         let y = convert::targets("train_minibatch: y", y)?;
         let (x, y) = (x.view()?, y.view()?);
         let (loss, out) = self.with_trainer(py, |t| {
             let be = BackendRef::clone(t.backend());
             let (loss, out) = t.train_minibatch(&x, &y).map_err(to_py_err)?;
-            Ok((loss, copy_out(&be, out)?))
+            let out = return_output.then(|| copy_out(&be, out)).transpose()?;
+            Ok((loss, out))
         })?;
-        Ok((loss, convert::to_numpy(py, out)?))
+        Ok((loss, out.map(|t| convert::to_numpy(py, t)).transpose()?))
     }
 
     /// Mean loss and accuracy (None unless ``y`` holds class labels) in

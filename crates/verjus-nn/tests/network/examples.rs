@@ -12,7 +12,7 @@ fn fashion_networks_give_ten_logits() {
         let net = build(json, 0);
         assert_eq!(net.parameter_count(), params);
         assert_eq!(net.inputs()[0].name, "image");
-        assert_eq!(net.output_shapes()[0].1, vec![10]);
+        assert_eq!(net.output_shapes(), [("logits".to_string(), vec![10])]);
         for n in [1, 5] {
             let x = rand_tensor(&be, &[n, 1, 28, 28], 1);
             let y = net.transform(&be, &[&x]).unwrap();

@@ -2,7 +2,8 @@
 //! finite differences for every layer, gradient sums at fan-outs and shared
 //! parameters, batch sizes, dropout modes, losses, definition errors, layers
 //! that feed no output, the example networks, checkpoints and fuzzing of every
-//! loader. (One test binary, so the helpers compile once.)
+//! loader, named outputs and the swaps that match them. (One test binary, so
+//! the helpers compile once.)
 
 mod checkpoint;
 mod common;
@@ -13,6 +14,7 @@ mod examples;
 mod fusion;
 mod fuzz;
 mod gradcheck;
+mod interface;
 mod losses;
 mod runner;
 mod sharing;
