@@ -234,7 +234,6 @@ fn gate_forward(
     c: &mut [f32],
     h: &mut [f32],
 ) {
-    let h_len = h.len();
     simd(
         #[inline(always)]
         || {
@@ -243,22 +242,34 @@ fn gate_forward(
                     *v += a + b;
                 }
             }
-            let (gi, rest) = g.split_at_mut(h_len);
-            let (gf, rest) = rest.split_at_mut(h_len);
-            let (gg, go) = rest.split_at_mut(h_len);
-            for j in 0..h_len {
-                let i = sigmoid(gi[j]);
-                let f = sigmoid(gf[j]);
-                let gt = tanh(gg[j]);
-                let o = sigmoid(go[j]);
-                let cp = c_prev.map_or(0.0, |c| c[j]);
-                let ct = f * cp + i * gt;
-                (gi[j], gf[j], gg[j], go[j]) = (i, f, gt, o);
-                c[j] = ct;
-                h[j] = o * tanh(ct);
+            // One loop per case of `c_prev`, over iterators only, so that each
+            // compiles to straight vector code (no per-element branch or
+            // bounds check).
+            match c_prev {
+                Some(cp) => cell_forward(g, c, h, cp.iter().copied()),
+                None => cell_forward(g, c, h, std::iter::repeat(0.0)),
             }
         },
     );
+}
+
+/// The activations and the new state of one row, given `c_{t-1}` element by element.
+#[inline(always)]
+fn cell_forward(g: &mut [f32], c: &mut [f32], h: &mut [f32], c_prev: impl Iterator<Item = f32>) {
+    let h_len = h.len();
+    let (gi, rest) = g.split_at_mut(h_len);
+    let (gf, rest) = rest.split_at_mut(h_len);
+    let (gg, go) = rest.split_at_mut(h_len);
+    let gates = gi
+        .iter_mut()
+        .zip(gf.iter_mut())
+        .zip(gg.iter_mut())
+        .zip(go.iter_mut());
+    for ((((i, f), g), o), ((c, h), cp)) in gates.zip(c.iter_mut().zip(h.iter_mut()).zip(c_prev)) {
+        (*i, *f, *g, *o) = (sigmoid(*i), sigmoid(*f), tanh(*g), sigmoid(*o));
+        *c = *f * cp + *i * *g;
+        *h = *o * tanh(*c);
+    }
 }
 
 /// The backward of [`forward`]: `y` is the forward's output (for a cell step,
@@ -375,30 +386,60 @@ fn gate_backward(
     dc: &mut [f32],
     dg: &mut [f32],
 ) {
-    let h_len = c_t.len();
+    let row = BackwardRow { a, c_t, dh, dc, dg };
+    let zeros = || std::iter::repeat(0.0);
     simd(
         #[inline(always)]
-        || {
-            let (ai, rest) = a.split_at(h_len);
-            let (af, rest) = rest.split_at(h_len);
-            let (ag, ao) = rest.split_at(h_len);
-            let (di, rest) = dg.split_at_mut(h_len);
-            let (df, rest) = rest.split_at_mut(h_len);
-            let (dgg, d_o) = rest.split_at_mut(h_len);
-            for j in 0..h_len {
-                let (i, f, g, o) = (ai[j], af[j], ag[j], ao[j]);
-                let dh_j = dh[j] + dy.map_or(0.0, |d| d[j]);
-                let tc = tanh(c_t[j]);
-                let dct = dc[j] + dh_j * o * (1.0 - tc * tc);
-                let cp = c_prev.map_or(0.0, |c| c[j]);
-                di[j] = dct * g * i * (1.0 - i);
-                df[j] = dct * cp * f * (1.0 - f);
-                dgg[j] = dct * i * (1.0 - g * g);
-                d_o[j] = dh_j * tc * o * (1.0 - o);
-                dc[j] = dct * f;
-            }
+        || match (c_prev, dy) {
+            (Some(cp), Some(dy)) => row.run(cp.iter().copied(), dy.iter().copied()),
+            (Some(cp), None) => row.run(cp.iter().copied(), zeros()),
+            (None, Some(dy)) => row.run(zeros(), dy.iter().copied()),
+            (None, None) => row.run(zeros(), zeros()),
         },
     );
+}
+
+/// The slices of one row of the backward gate loop.
+struct BackwardRow<'a> {
+    a: &'a [f32],
+    c_t: &'a [f32],
+    dh: &'a mut [f32],
+    dc: &'a mut [f32],
+    dg: &'a mut [f32],
+}
+
+impl BackwardRow<'_> {
+    /// The loop, over iterators only (see [`gate_forward`]), given `c_{t-1}`
+    /// and the output's gradient element by element.
+    #[inline(always)]
+    fn run(self, c_prev: impl Iterator<Item = f32>, dy: impl Iterator<Item = f32>) {
+        let h_len = self.c_t.len();
+        let (ai, rest) = self.a.split_at(h_len);
+        let (af, rest) = rest.split_at(h_len);
+        let (ag, ao) = rest.split_at(h_len);
+        let (di, rest) = self.dg.split_at_mut(h_len);
+        let (df, rest) = rest.split_at_mut(h_len);
+        let (dgg, d_o) = rest.split_at_mut(h_len);
+        let acts = ai.iter().zip(af).zip(ag).zip(ao);
+        let grads = di
+            .iter_mut()
+            .zip(df.iter_mut())
+            .zip(dgg.iter_mut())
+            .zip(d_o.iter_mut());
+        let state = self.c_t.iter().zip(c_prev).zip(self.dh.iter().zip(dy));
+        for ((((&i, &f), &g), &o), ((((di, df), dg), d_o), (((&c, cp), (&dh, dy)), dc))) in
+            acts.zip(grads.zip(state.zip(self.dc.iter_mut())))
+        {
+            let dh = dh + dy;
+            let tc = tanh(c);
+            let dct = *dc + dh * o * (1.0 - tc * tc);
+            *di = dct * g * i * (1.0 - i);
+            *df = dct * cp * f * (1.0 - f);
+            *dg = dct * i * (1.0 - g * g);
+            *d_o = dh * tc * o * (1.0 - o);
+            *dc = dct * f;
+        }
+    }
 }
 
 /// `dx`, `dh0`, `dc0`, the weight and bias gradients, from the gate gradients
