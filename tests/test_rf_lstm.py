@@ -161,7 +161,8 @@ def test_default_initial_state_broadcasts_over_the_batch() -> None:
     s = Setup()
     state = s.lstm.default_initial_state(batch_dims=[rf.batch_dim])
     assert isinstance(state, rf.LstmState)
-    assert list(state.h.dims) == [s.out_dim] and state.h.feature_dim == s.out_dim
+    assert list(state.h.dims) == [s.out_dim]
+    assert state.h.feature_dim == s.out_dim
     out, new = s.lstm(s.x, state=state, spatial_dim=s.time)
     zero = s.leaf(np.zeros((B, H), np.float32), [rf.batch_dim, s.out_dim])
     out2, _ = s.lstm(s.x, state=rf.LstmState(h=zero, c=zero), spatial_dim=s.time)
@@ -176,7 +177,8 @@ def test_parameters_are_returnns() -> None:
     s = Setup()
     shapes = {n: list(p.shape) for n, p in s.lstm.named_parameters()}
     assert shapes == {"ff_weight": [4 * H, F], "rec_weight": [4 * H, H], "bias": [4 * H]}
-    assert s.lstm.ff_weight.dims[1] == s.in_dim and s.lstm.rec_weight.dims[1] == s.out_dim
+    assert s.lstm.ff_weight.dims[1] == s.in_dim
+    assert s.lstm.rec_weight.dims[1] == s.out_dim
     assert s.lstm.ff_weight.dims[0] == s.lstm.rec_weight.dims[0] == s.lstm.bias.dims[0]
     assert not np.any(rf.LSTM(s.in_dim, s.out_dim).bias.numpy())
     assert [n for n, _ in rf.LSTM(s.in_dim, s.out_dim, with_bias=False).named_parameters()] == [
@@ -235,17 +237,23 @@ def test_against_returnn_rf_lstm_on_its_torch_backend() -> None:
 def test_state_is_returnns_container() -> None:
     a, b = rf.zeros([rf.Dim(2, name="d")]), rf.ones([rf.Dim(3, name="e")])
     s = rf.State(h=a, inner=rf.State(b))
-    assert s.h is a and s["h"] is a and s.inner.state is b
+    assert s.h is a
+    assert s["h"] is a
+    assert s.inner.state is b
     s.c = b
     assert s["c"] is b
     with pytest.raises(AttributeError):
         _ = s.missing
     assert rf.State({"h": a}) == rf.State([("h", a)]) == {"h": a}
     flat = s.flatten_tensors()
-    assert len(flat) == 2 and any(t is a for t in flat) and any(t is b for t in flat)
+    assert len(flat) == 2
+    assert any(t is a for t in flat)
+    assert any(t is b for t in flat)
     # Tree utilities rebuild a state as type(s)(pairs).
     rebuilt = rf.LstmState((k, v) for k, v in rf.LstmState(h=a, c=b).items())
-    assert type(rebuilt) is rf.LstmState and rebuilt.h is a and rebuilt.c is b
+    assert type(rebuilt) is rf.LstmState
+    assert rebuilt.h is a
+    assert rebuilt.c is b
     assert repr(rf.LstmState(h=None, c=None)) == "LstmState(h=None, c=None)"
 
 
