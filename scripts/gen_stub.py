@@ -42,6 +42,7 @@ HEADER = (
 ATTRIBUTES = {
     "__version__": "str",
     "rf_batch_dim": "Dim",
+    "rf_single_step_dim": "Dim",
     "rf_exports": "dict[str, Any]",
 }
 

@@ -621,6 +621,7 @@ class RfOptimizer:
         """
 
 rf_batch_dim: Dim
+rf_single_step_dim: Dim
 
 def rf_set_default_device(device: str) -> None:
     """Makes ``device`` the default device: RF tensors made from Python
@@ -1198,6 +1199,47 @@ def rf_slice(
     :param Dim | None out_dim: reuse this dim for the result (its size must fit)
     :return: the slice and its new dim
     :rtype: tuple[Tensor, Dim]
+    """
+
+def rf_lstm(
+    source: Tensor,
+    *,
+    state_h: Tensor,
+    state_c: Tensor,
+    ff_weight: Tensor,
+    rec_weight: Tensor,
+    bias: Tensor | None,
+    spatial_dim: Dim,
+    in_dim: Dim,
+    out_dim: Dim,
+) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """The LSTM over ``spatial_dim`` of ``source`` (RETURNN's backend ``lstm``,
+    what ``rf.LSTM`` calls), in PyTorch's gate order (i, f, g, o).
+
+    The source's dims other than ``spatial_dim`` and ``in_dim`` are batch
+    dims. Over a dynamic ``spatial_dim`` each sequence runs to its own length:
+    frames past it output 0 and the final state is the state at the
+    sequence's last frame (length 0 gives the initial state back). With
+    ``spatial_dim=rf.single_step_dim`` the source has no time axis and one
+    step runs. RETURNN's one bias is added once per step (as PyTorch's
+    ``b_ih + b_hh``).
+
+    :param Tensor source: over ``{batch dims..., spatial_dim, in_dim}``, or
+      ``{batch dims..., in_dim}`` for one step
+    :param Tensor state_h: the hidden state, over ``out_dim`` and some of the
+      batch dims (broadcast over the others)
+    :param Tensor state_c: the cell state, like ``state_h``
+    :param Tensor ff_weight: over ``{4 * out_dim, in_dim}``
+    :param Tensor rec_weight: over ``{4 * out_dim, out_dim}`` (the same gates
+      dim)
+    :param Tensor | None bias: over ``{4 * out_dim}``, or None
+    :param Dim spatial_dim: the time dim, or ``single_step_dim``
+    :param Dim in_dim: the source's feature dim
+    :param Dim out_dim: the hidden size (static)
+    :return: the output over ``{spatial_dim, batch dims..., out_dim}``
+      (``{batch dims..., out_dim}`` for one step) and the new state ``(h, c)``
+      over ``{batch dims..., out_dim}``, all with feature dim ``out_dim``
+    :rtype: tuple[Tensor, tuple[Tensor, Tensor]]
     """
 
 def rf_from_numpy(

@@ -184,6 +184,16 @@ pub fn batch_dim() -> Dim {
     BATCH.get_or_init(|| Dim::new_unknown("batch")).clone()
 }
 
+/// RETURNN's `single_step_dim` (size 1): given as the spatial dim of a
+/// recurrent op (such as [`lstm`](crate::lstm)), it asks for one step on a
+/// source without a time axis.
+pub fn single_step_dim() -> Dim {
+    static SINGLE_STEP: OnceLock<Dim> = OnceLock::new();
+    SINGLE_STEP
+        .get_or_init(|| Dim::new_static(1, "single-step"))
+        .clone()
+}
+
 /// `[a, b, c]`: dims by name, for error messages.
 pub fn fmt_dims(dims: &[Dim]) -> String {
     let names: Vec<&str> = dims.iter().map(Dim::name).collect();

@@ -44,6 +44,8 @@
 //! - `index.rs`: [`gather`] (with dims shared by source and indices as
 //!   batch dims, `clip_to_valid`), [`one_hot`]; `loss.rs`: [`cross_entropy`]
 //!   against sparse or dense targets;
+//! - `lstm.rs`: [`lstm`] (RETURNN's `rf.LSTM` over a dynamic, static or
+//!   [`single_step_dim`] spatial dim, on the core's fused LSTM ops);
 //! - `unary.rs`: activations and elementwise functions, [`cast`],
 //!   [`stop_gradient`], [`gradient`].
 //!
@@ -62,6 +64,7 @@ mod dim;
 mod dtype;
 mod index;
 mod loss;
+mod lstm;
 mod mask;
 mod matmul;
 mod optim;
@@ -79,10 +82,11 @@ mod window;
 pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
 pub use concat::{concat, pad};
 pub use conv::{conv, ConvArgs};
-pub use dim::{batch_dim, fmt_dims, Dim};
+pub use dim::{batch_dim, fmt_dims, single_step_dim, Dim};
 pub use dtype::RfDType;
 pub use index::{gather, one_hot};
 pub use loss::{cross_entropy, EstimatedType};
+pub use lstm::{lstm, LstmParams};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
 pub use optim::Optimizer;

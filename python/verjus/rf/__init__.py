@@ -32,6 +32,9 @@ Written in Python, on top of them:
   (``verjus.rf.parameter``); ``ModuleList``, ``Sequential``, ``sequential``,
   ``ParameterList`` (``verjus.rf.container``); ``Conv1d``, ``Conv2d``
   (``verjus.rf.conv``);
+- ``LSTM``, ``LstmState``, ``State`` (``verjus.rf.rec``: RETURNN's parameters
+  and state container; ``lstm(x, state=, spatial_dim=)`` over a dynamic dim runs
+  each sequence to its own length, ``spatial_dim=single_step_dim`` one step);
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
@@ -71,6 +74,7 @@ from verjus.rf.conv import (
 )
 from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
+from verjus.rf.rec import LSTM, LstmState, State
 from verjus.rf.run_ctx import (
     RunCtx,
     get_run_ctx,
@@ -83,6 +87,7 @@ from verjus.rf.run_ctx import (
 globals().update(_verjus.rf_exports)
 
 __all__ = [
+    "LSTM",
     "SGD",
     "Adam",
     "AdamW",
@@ -93,12 +98,14 @@ __all__ = [
     "Functional",
     "LayerNorm",
     "Linear",
+    "LstmState",
     "Module",
     "ModuleList",
     "Parameter",
     "ParameterList",
     "RunCtx",
     "Sequential",
+    "State",
     "Tensor",
     "conv",
     "convert_to_tensor",

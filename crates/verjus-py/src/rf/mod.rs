@@ -1,7 +1,7 @@
 //! The RF frontend's handles: `Dim` and `Tensor` (`dim.rs`, `tensor.rs`,
 //! the operators in `operators.rs`), `RfOptimizer` (`optim.rs`), the ops
 //! as `rf_*` functions (`ops.rs`; slice, split, conv, pool in
-//! `window_ops.rs`), and the default device that tensors are created on.
+//! `window_ops.rs`; the LSTM in `lstm.rs`), and the default device that tensors are created on.
 //!
 //! [`register`] lists every binding once: `verjus.rf` re-exports the
 //! `exported` ones under RETURNN's names through the dict `rf_exports`, so a
@@ -13,6 +13,7 @@
 //! on the CPU (see [`compute`]).
 
 mod dim;
+mod lstm;
 mod operators;
 mod ops;
 mod optim;
@@ -103,6 +104,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<optim::PyOptimizer>()?;
     let batch_dim = Bound::new(m.py(), PyDim(verjus::rf::batch_dim()))?;
     m.add("rf_batch_dim", &batch_dim)?;
+    let single_step_dim = Bound::new(m.py(), PyDim(verjus::rf::single_step_dim()))?;
+    m.add("rf_single_step_dim", &single_step_dim)?;
     // `verjus.rf` re-exports these under their name without `rf_`.
     let exported = [
         wrap_pyfunction!(rf_set_default_device, m)?,
@@ -149,6 +152,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_random_normal, m)?,
         wrap_pyfunction!(ops::rf_set_random_seed, m)?,
         wrap_pyfunction!(window_ops::rf_slice, m)?,
+        wrap_pyfunction!(lstm::rf_lstm, m)?,
     ];
     // Called by the Python functions of python/verjus/rf/ that take
     // RETURNN's arguments (`convert_to_tensor`, `zeros_like`, `dropout`,
@@ -164,6 +168,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ];
     let exports = PyDict::new(m.py());
     exports.set_item("batch_dim", batch_dim)?;
+    exports.set_item("single_step_dim", single_step_dim)?;
     for f in exported {
         let name: String = f.getattr(intern!(m.py(), "__name__"))?.extract()?;
         let returnn_name = name.strip_prefix("rf_").unwrap_or(&name);

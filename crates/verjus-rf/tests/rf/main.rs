@@ -3,7 +3,7 @@
 //! (`concat.rs`), conv and pool (`conv_pool.rs`), slice, split and the
 //! dim-creating ops over dynamic dims (`dynamic.rs`), full/expand/merge/split dims (`shape.rs`), random draws
 //! and dropout (`random.rs`), gather and
-//! cross-entropy (`index_loss.rs`), optimizers (`optim.rs`), and the
+//! cross-entropy (`index_loss.rs`), the LSTM (`lstm.rs`), optimizers (`optim.rs`), and the
 //! batched-vs-single-entry check for each op (`single_entry.rs`).
 
 mod common;
@@ -13,6 +13,7 @@ mod dynamic;
 mod golden;
 mod grads;
 mod index_loss;
+mod lstm;
 mod optim;
 mod random;
 mod shape;
