@@ -314,17 +314,41 @@ pub fn lstm_sequence_backward(
     grads: LstmGrads<'_>,
 ) -> Result<()> {
     let op = "lstm_sequence_backward";
-    let plan = lstm_plan(op, be, args, false)?;
-    check_f32_on(op, be, &[("y", y), ("reserve", reserve)])?;
-    check_shape(op, "y", y, &plan.output_shape())?;
-    check_shape(
-        op,
-        "reserve",
-        reserve,
-        &Shape::new([be.lstm_reserve_len(&plan)?])?,
-    )?;
-    check_grads(op, be, &plan, args, dout, &grads, false)?;
+    let plan = backward_plan(op, be, args, ("y", y), reserve, dout, &grads, false)?;
     be.lstm_sequence_backward(&plan, args, y, reserve, dout, grads)
+}
+
+/// The checks both backwards share: the operands, the forward's output
+/// (`y` of a sequence, the new `h` of a step) and reserve, and the gradients.
+#[allow(clippy::too_many_arguments)] // the backward's operands, checked together
+fn backward_plan(
+    op: &str,
+    be: &dyn Backend,
+    args: &LstmArgs<'_>,
+    (what, out): (&str, &Tensor),
+    reserve: &Tensor,
+    dout: &LstmOutputGrads<'_>,
+    grads: &LstmGrads<'_>,
+    step: bool,
+) -> Result<LstmPlan> {
+    let plan = lstm_plan(op, be, args, step)?;
+    check_f32_on(op, be, &[(what, out), ("reserve", reserve)])?;
+    let out_shape = if step {
+        plan.state_shape()
+    } else {
+        plan.output_shape()
+    };
+    check_shape(op, what, out, &out_shape)?;
+    let reserve_shape = Shape::new([be.lstm_reserve_len(&plan)?])?;
+    check_shape(op, "reserve", reserve, &reserve_shape)?;
+    if step && dout.dh_n.is_some() {
+        return Err(Error::invalid(
+            op,
+            "a cell step's h gradient is dy; pass no dh_n",
+        ));
+    }
+    check_grads(op, be, &plan, args, dout, grads, step)?;
+    Ok(plan)
 }
 
 /// One LSTM step from `x [B, F]` and the state `h0`, `c0` (zeros if absent):
@@ -354,21 +378,6 @@ pub fn lstm_cell_backward(
     grads: LstmGrads<'_>,
 ) -> Result<()> {
     let op = "lstm_cell_backward";
-    let plan = lstm_plan(op, be, args, true)?;
-    check_f32_on(op, be, &[("h", h), ("reserve", reserve)])?;
-    check_shape(op, "h", h, &plan.state_shape())?;
-    check_shape(
-        op,
-        "reserve",
-        reserve,
-        &Shape::new([be.lstm_reserve_len(&plan)?])?,
-    )?;
-    if dout.dh_n.is_some() {
-        return Err(Error::invalid(
-            op,
-            "a cell step's h gradient is dy; pass no dh_n",
-        ));
-    }
-    check_grads(op, be, &plan, args, dout, &grads, true)?;
+    let plan = backward_plan(op, be, args, ("h", h), reserve, dout, &grads, true)?;
     be.lstm_cell_backward(&plan, args, h, reserve, dout, grads)
 }
