@@ -97,12 +97,16 @@ MIN_SAMPLE_S = 0.01  # fast ops repeat within a sample until it lasts this long
 # Pause after a library's sample until its worker threads stop spinning
 # (measured as the process's CPU time while idle: OpenBLAS about 150 ms,
 # PyTorch's OpenMP a few ms, rayon under 1 ms).
-SETTLE_S = {"verjus": 0.005, "numpy": 0.2, "torch": 0.02}
+SETTLE_S = {"verjus": 0.005, "numpy": 0.2, "torch": 0.02, "python": 0.005}
 # Untimed calls before each sample: after a pause this VM's cores take some
 # 30-50 ms to run at full speed again.
 REWARM_S = 0.05
 EPOCH_PAUSE_S = 0.5  # before each library's epoch
-LIBRARIES = ("numpy", "torch")  # timed beside verjus, each in a worker process
+# Timed beside verjus (the Rust driver), each in a worker process: "python" is
+# verjus itself driven through its Python API (`Trainer.train_minibatch`), to
+# show what the binding adds to a training step.
+LIBRARIES = ("numpy", "torch", "python")
+MODULES = {"numpy": "numpy", "torch": "torch", "python": "verjus"}
 THREAD_VARS = ("RAYON_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -257,11 +261,13 @@ class LibraryServer(LineServer):
 def worker(args: argparse.Namespace) -> None:
     """The ``--worker LIB`` process: reads one workload's record from stdin and
     answers each later line, ``sample`` or ``once``, with a JSON line ``{"ms": ...}``."""
-    module = import_optional(args.worker)
+    module = import_optional(MODULES[args.worker])
     rec = json.loads(sys.stdin.readline())
     known = set(rec)
     make = numpy_workload
-    if args.worker == "torch":
+    if args.worker == "python":
+        make = python_workload
+    elif args.worker == "torch":
         if module is not None:
             module.set_num_threads(args.threads)
         make = functools.partial(
@@ -300,6 +306,26 @@ def numpy_workload(np, rec: dict) -> Callable[[], object] | None:
     a_op = a.T if rec["trans_a"] else a
     b_op = b.T if rec["trans_b"] else b
     return lambda: a_op @ b_op
+
+
+def python_workload(verjus, rec: dict) -> Callable[[], object] | None:
+    """A training step through verjus' Python API, as a user's loop runs it
+    (``Trainer.train_minibatch`` on numpy arrays, the output not copied back),
+    for the training-step rows; None for the others."""
+    if rec["op"] != "train_step":
+        return None
+    import numpy as np
+
+    net = verjus.Network.from_def(str(ROOT / "examples" / "nets" / rec["net"]))
+    if rec["solver"] == "adam":
+        opt = verjus.optim.Adam(lr=rec["lr"])
+    else:
+        opt = verjus.optim.SGD(lr=rec["lr"], momentum=rec["momentum"])
+    trainer = verjus.Trainer(net, opt, loss="cross_entropy")
+    rng = np.random.default_rng(0)
+    x = rng.random((rec["batch"], 1, 28, 28), dtype=np.float32)
+    y = rng.integers(0, 10, rec["batch"]).astype(np.int64)
+    return lambda: trainer.train_minibatch(x, y, return_output=False)
 
 
 def torch_net(nn, net: str):
@@ -573,7 +599,8 @@ def library_version(name: str) -> str | None:
     """The installed version of ``name`` as its module reports it, or None when
     it is not installed; asked of a short-lived process so that this one stays
     free of the libraries it times."""
-    code = f"import {name}; print({name}.__version__)"
+    module = MODULES[name]
+    code = f"import {module}; print({module}.__version__)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     return run.stdout.strip() if run.returncode == 0 else None
 
@@ -663,6 +690,14 @@ def spread_notes(records: list[dict]) -> list[str]:
             notes.append(
                 f"{rec['name']}: verjus/torch per round {lo:.2f}-{hi:.2f} (10th-90th percentile)"
             )
+        if "python_ratio" in rec:
+            # Stored as Rust/Python, like every ratio; shown the other way up.
+            lo, hi = (1 / r for r in reversed(rec["python_ratio_spread"]))
+            notes.append(
+                f"{rec['name']}: from Python {rec['python_ms']:.3g} ms, from Rust "
+                f"{rec['median_ms']:.3g} ms: Python/Rust {1 / rec['python_ratio']:.3f} "
+                f"(per round {lo:.3f}-{hi:.3f}, 10th-90th percentile)"
+            )
     return notes
 
 
@@ -680,7 +715,8 @@ def machine_context(
     args: argparse.Namespace, pairs: int, load: float, versions: dict[str, str]
 ) -> list[str]:
     """Lines saying where, when and how the table was made."""
-    installed = ", ".join(f"{lib} {version}" for lib, version in versions.items())
+    label = {"python": "verjus's Python API"}
+    installed = ", ".join(f"{label.get(lib, lib)} {version}" for lib, version in versions.items())
     mode = "quick" if args.quick else "full"
     return [
         f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",

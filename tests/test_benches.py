@@ -93,3 +93,39 @@ def test_torch_worker_times_every_kind_of_lstm_workload() -> None:
         ready, sample = map(json.loads, run.stdout.splitlines())
         assert ready == {"ready": True, "rec": {}}, rec
         assert sample["ms"] > 0, rec
+
+
+def test_python_worker_times_a_training_step_through_the_python_api() -> None:
+    """``run.py --worker python`` times verjus' own Python API: it has a version
+    of the training-step rows (``Trainer.train_minibatch``) and of nothing else."""
+    script = ROOT / "benches" / "run.py"
+    step = {
+        "name": "mlp_step",
+        "op": "train_step",
+        "net": "fashion_mlp.json",
+        "batch": 16,
+        "solver": "sgd",
+        "lr": 0.01,
+        "momentum": 0.9,
+    }
+    run = subprocess.run(
+        [sys.executable, str(script), "--worker", "python", "--warmup", "1"],
+        input="\n".join([json.dumps(step), "sample"]) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    ready, sample = map(json.loads, run.stdout.splitlines())
+    assert ready == {"ready": True, "rec": {}}
+    assert sample["ms"] > 0
+    gemm = {"name": "g", "op": "gemm", "m": 8, "n": 4, "k": 16, "trans_a": False, "trans_b": True}
+    absent = subprocess.run(
+        [sys.executable, str(script), "--worker", "python"],
+        input=json.dumps(gemm) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert absent.returncode == 0, absent.stderr
+    assert json.loads(absent.stdout) == {"absent": True, "rec": {}}
