@@ -35,6 +35,8 @@ Written in Python, on top of them:
 - ``LSTM``, ``LstmState``, ``State`` (``verjus.rf.rec``: RETURNN's parameters
   and state container; ``lstm(x, state=, spatial_dim=)`` over a dynamic dim runs
   each sequence to its own length, ``spatial_dim=single_step_dim`` one step);
+- ``while_loop``, ``scan`` (``verjus.rf.loop``, RETURNN's signatures; run
+  eagerly on the tape, so gradients flow through every step);
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
@@ -72,6 +74,7 @@ from verjus.rf.conv import (
     pool1d,
     pool2d,
 )
+from verjus.rf.loop import scan, while_loop
 from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.rec import LSTM, LstmState, State
@@ -122,8 +125,10 @@ __all__ = [
     "pool",
     "pool1d",
     "pool2d",
+    "scan",
     "sequential",
     "split",
+    "while_loop",
     "zeros",
     "zeros_like",
 ]

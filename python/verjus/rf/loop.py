@@ -1,0 +1,216 @@
+"""Loops after RETURNN's ``returnn.frontend.loop``: ``while_loop`` and ``scan``.
+
+Both run eagerly in Python, each step's ops on the autograd tape, so gradients
+flow back through every step (backprop through time) with no extra machinery.
+Loop variables are nested structures (tuples, lists, dicts, ``rf.State``) of
+Tensors, ``None`` or other values; RETURNN walks them with dm-tree, here the
+small ``_flatten`` / ``_unflatten`` pair below does (no dependency).
+
+``scan`` over a given ``spatial_dim`` takes each step's ``xs`` frame with
+``gather``, keeps the state of entries whose sequence has ended (``where`` on
+``i < length``), and stacks the ``ys`` frames over ``spatial_dim`` (padding 0).
+A ``cond``-ended scan (no ``spatial_dim``) is not supported yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_compare as _compare
+from verjus._verjus import rf_concat as _concat
+from verjus._verjus import rf_expand_dim as _expand_dim
+from verjus._verjus import rf_range_over_dim as _range_over_dim
+from verjus._verjus import rf_sequence_mask as _sequence_mask
+from verjus._verjus import rf_where as _where
+from verjus.rf.array_ import gather
+
+__all__ = ["scan", "while_loop"]
+
+
+def _flatten(structure: Any) -> list[Any]:
+    """The leaves of ``structure`` (anything but a tuple, list or dict is a
+    leaf, ``None`` included), dicts in their key order."""
+    if isinstance(structure, (tuple, list)):
+        return [leaf for item in structure for leaf in _flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for value in structure.values() for leaf in _flatten(value)]
+    return [structure]
+
+
+def _unflatten(structure: Any, leaves: list[Any]) -> Any:
+    """``structure`` with its leaves replaced, in ``_flatten`` order, by
+    ``leaves`` (consumed from the front)."""
+    if isinstance(structure, (tuple, list)):
+        items = [_unflatten(item, leaves) for item in structure]
+        return (
+            type(structure)(items) if isinstance(structure, list) else _tuple_like(structure, items)
+        )
+    if isinstance(structure, dict):
+        return type(structure)([(k, _unflatten(v, leaves)) for k, v in structure.items()])
+    return leaves.pop(0)
+
+
+def _tuple_like(template: tuple, items: list[Any]) -> tuple:
+    if hasattr(template, "_fields"):  # a namedtuple
+        return type(template)(*items)
+    return type(template)(items)
+
+
+def _assert_same_structure(what: str, a: Any, b: Any, path: str = "") -> None:
+    """Raises a ValueError naming the first place where ``a`` and ``b`` differ
+    in nesting (container kind, length or dict keys)."""
+    for kinds in ((tuple, list), (dict,)):
+        if isinstance(a, kinds) or isinstance(b, kinds):
+            if not (isinstance(a, kinds) and isinstance(b, kinds)) or type(a) is not type(b):
+                raise ValueError(
+                    f"{what}: at {path or 'the top'}, expected a {type(a).__name__}, "
+                    f"got a {type(b).__name__}"
+                )
+            if kinds == (dict,):
+                if list(a) != list(b):
+                    raise ValueError(
+                        f"{what}: at {path or 'the top'}, expected keys {list(a)}, got {list(b)}"
+                    )
+                for k in a:
+                    _assert_same_structure(what, a[k], b[k], f"{path}[{k!r}]")
+            else:
+                if len(a) != len(b):
+                    raise ValueError(
+                        f"{what}: at {path or 'the top'}, expected {len(a)} entries, got {len(b)}"
+                    )
+                for k, (x, y) in enumerate(zip(a, b, strict=True)):
+                    _assert_same_structure(what, x, y, f"{path}[{k}]")
+            return
+    if isinstance(a, Tensor) != isinstance(b, Tensor):
+        raise ValueError(
+            f"{what}: at {path or 'the top'}, expected a {type(a).__name__}, "
+            f"got a {type(b).__name__}"
+        )
+
+
+def _bool_value(value: bool | Tensor) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Tensor):
+        if value.dims or value.dtype != "bool":
+            raise ValueError(
+                f"while_loop: cond must give a bool or a scalar bool Tensor, got {value!r}"
+            )
+        return bool(value.numpy())
+    raise TypeError(f"while_loop: cond must give a bool or a Tensor, got {type(value).__name__}")
+
+
+def while_loop(
+    cond: Callable[[Any], bool | Tensor], body: Callable[[Any], Any], initial: Any
+) -> Any:
+    """Runs ``while cond(loop_vars): loop_vars = body(loop_vars)`` from
+    ``initial`` and returns the final loop vars, as RETURNN's
+    ``rf.while_loop``.
+
+    :param cond: gives a bool or a scalar bool Tensor (read on the host)
+    :param body: gives new loop vars of the same nested structure (tuples,
+        lists, dicts, ``rf.State``, with Tensors, ``None`` or other leaves)
+    :param initial: the initial loop vars
+    :return: the loop vars after the last step; every step's ops are on the
+        autograd tape, so gradients flow back through all of them
+    """
+    loop_vars = initial
+    while _bool_value(cond(loop_vars)):
+        new_vars = body(loop_vars)
+        _assert_same_structure("while_loop: body", loop_vars, new_vars)
+        loop_vars = new_vars
+    return loop_vars
+
+
+def _mask_state(new: Any, old: Any, mask: Tensor | None) -> Any:
+    """``new`` where ``mask`` holds, else ``old``, for each Tensor leaf."""
+    if mask is None:
+        return new
+    merged = [
+        _where(mask, n, o, allow_broadcast_all_sources=True) if isinstance(n, Tensor) else n
+        for n, o in zip(_flatten(new), _flatten(old), strict=True)
+    ]
+    return _unflatten(new, merged)
+
+
+def _stack(frames: list[Tensor], template: Tensor, spatial_dim: Dim) -> Tensor:
+    """The ``frames`` stacked over ``spatial_dim`` (frames past a sequence's
+    length set to 0)."""
+    if not frames:
+        return _expand_dim(template * 0.0, spatial_dim)
+    one = Dim(1, name="scan_frame")
+    stacked, frame_dim = _concat(*[(_expand_dim(y, one), one) for y in frames])
+    index = _range_over_dim(spatial_dim)
+    stacked = gather(stacked, indices=index, axis=frame_dim)
+    if spatial_dim.dyn_size_ext is None:
+        return stacked
+    return _where(_sequence_mask(spatial_dim), stacked, 0.0, allow_broadcast_all_sources=True)
+
+
+def scan(
+    *,
+    spatial_dim: Dim | None = None,
+    cond_dims: Any = None,
+    cond_before_body: bool = True,
+    initial: Any = None,
+    xs: Any = None,
+    ys: Any = None,
+    cond: Callable[[Any, Any], Tensor] | None = None,
+    body: Callable[[Any, Any], tuple[Any, Any]],
+    max_seq_len: int | Tensor | None = None,
+    return_tensor_arrays: bool = False,
+) -> tuple[Any, Any, Dim]:
+    """Iterates ``body`` over ``spatial_dim``, as RETURNN's ``rf.scan``.
+
+    Each step calls ``y, state = body(x, state)``, ``x`` being ``xs`` (a nested
+    structure of Tensors over ``spatial_dim``, or None) at the step's frame. An
+    entry whose sequence has ended (frame ``>=`` its length in a dynamic
+    ``spatial_dim``) keeps its state.
+
+    :param spatial_dim: the dim to iterate over (static or dynamic)
+    :param initial: the initial state (nested structure)
+    :param xs: inputs over ``spatial_dim`` (nested structure), or None
+    :param ys: the structure of ``body``'s outputs, with a Tensor (a template:
+        only its dims, for a ``spatial_dim`` of length 0) or None per output
+    :param body: ``(x, state) -> (y, new_state)``
+    :param cond_dims: cond_before_body: cond: max_seq_len: for a ``cond``-ended
+        scan, not supported yet (``spatial_dim`` must be given)
+    :param return_tensor_arrays: True is not supported yet
+    :return: ``(ys, final_state, spatial_dim)``: each y stacked over
+        ``spatial_dim`` (0 past each sequence's length), the state after each
+        entry's last frame
+    """
+    if spatial_dim is None or cond is not None:
+        raise NotImplementedError(
+            "rf.scan: a cond-ended scan (spatial_dim None, cond given) is not supported yet"
+        )
+    if max_seq_len is not None:
+        raise ValueError(
+            f"rf.scan: spatial_dim {spatial_dim.name} is given, max_seq_len must not be"
+        )
+    if return_tensor_arrays:
+        raise NotImplementedError("rf.scan: return_tensor_arrays=True is not supported yet")
+    del cond_dims, cond_before_body  # only used by a cond-ended scan
+    lengths = spatial_dim.dyn_size_ext
+    state = initial
+    frames: list[list[Tensor | None]] = [[] for _ in _flatten(ys)]
+    for i in range(spatial_dim.size):
+        x = (
+            None
+            if xs is None
+            else _unflatten(xs, [gather(v, indices=i, axis=spatial_dim) for v in _flatten(xs)])
+        )
+        y, new_state = body(x, state)
+        _assert_same_structure("rf.scan: body's y", ys, y)
+        _assert_same_structure("rf.scan: body's state", state, new_state)
+        for acc, y_leaf in zip(frames, _flatten(y), strict=True):
+            acc.append(y_leaf)
+        mask = None if lengths is None else _compare(lengths, ">", i)
+        state = _mask_state(new_state, state, mask)
+    stacked = [
+        None if template is None else _stack(acc, template, spatial_dim)
+        for template, acc in zip(_flatten(ys), frames, strict=True)
+    ]
+    return _unflatten(ys, stacked), state, spatial_dim
