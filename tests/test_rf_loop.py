@@ -245,3 +245,116 @@ def test_scan_rejects_what_it_does_not_support() -> None:
     steps = rf.Dim(2, name="steps")
     with pytest.raises(ValueError, match="body's state"):
         rf.scan(spatial_dim=steps, initial=(0.0,), body=lambda x, s: (None, s[0]))
+
+
+def sigmoid(v: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+class ZoneoutSetup:
+    """A ``ZoneoutLSTM`` with non-zero bias, its weights as numpy, and a
+    source over ``[batch, time, in]`` with ``LENS``."""
+
+    def __init__(self, **options: float | str) -> None:
+        self.in_dim, self.out_dim = rf.Dim(F, name="in"), rf.Dim(6, name="out")
+        lengths = rf.convert_to_tensor(np.array(LENS, np.int32), dims=[rf.batch_dim])
+        self.time = rf.Dim(lengths, name="time")
+        rf.set_random_seed(3)
+        self.lstm = rf.ZoneoutLSTM(self.in_dim, self.out_dim, **options)
+        self.lstm.bias.assign(rng(1).uniform(-0.5, 0.5, 24).astype(np.float32))
+        self.xv = rng(2).standard_normal((B, T, F)).astype(np.float32)
+        self.h0v = rng(3).uniform(-1, 1, (B, 6)).astype(np.float32)
+        self.c0v = rng(4).uniform(-1, 1, (B, 6)).astype(np.float32)
+        self.x = leaf(self.xv, [rf.batch_dim, self.time, self.in_dim])
+        self.state = rf.LstmState(
+            h=leaf(self.h0v, [rf.batch_dim, self.out_dim]),
+            c=leaf(self.c0v, [rf.batch_dim, self.out_dim]),
+        )
+
+    def run(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out, state = self.lstm(self.x, state=self.state, spatial_dim=self.time)
+        bd = [rf.batch_dim, self.out_dim]
+        return (
+            out.copy_transpose([rf.batch_dim, self.time, self.out_dim]).numpy(),
+            state.h.copy_transpose(bd).numpy(),
+            state.c.copy_transpose(bd).numpy(),
+        )
+
+    def numpy_inference(
+        self, zc: float, zh: float, forget_bias: float, order: str
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """RETURNN's inference step written out per sequence."""
+        wf, wr = self.lstm.ff_weight.numpy(), self.lstm.rec_weight.numpy()
+        bias = self.lstm.bias.numpy()
+        out = np.zeros((B, T, 6), np.float32)
+        hs, cs = self.h0v.copy(), self.c0v.copy()
+        for b, n in enumerate(LENS):
+            h, c = self.h0v[b], self.c0v[b]
+            for t in range(n):
+                z = wf @ self.xv[b, t] + wr @ h + bias
+                p = dict(zip(order, np.split(z, 4), strict=True))
+                new_c = sigmoid(p["f"] + forget_bias) * c + sigmoid(p["i"]) * np.tanh(p["j"])
+                new_h = sigmoid(p["o"]) * np.tanh(new_c)
+                c = (1 - zc) * new_c + zc * c
+                h = (1 - zh) * new_h + zh * h
+                out[b, t] = h
+            hs[b], cs[b] = h, c
+        return out, hs, cs
+
+
+def test_zoneout_lstm_without_zoneout_equals_lstm() -> None:
+    setup = ZoneoutSetup()
+    out, h, c = setup.run()
+    ref_out, ref_state = rf.LSTM.__call__(
+        setup.lstm, setup.x, state=setup.state, spatial_dim=setup.time
+    )
+    np.testing.assert_allclose(
+        out, ref_out.copy_transpose([rf.batch_dim, setup.time, setup.out_dim]).numpy(), **TOL
+    )
+    for got, ref in ((h, ref_state.h), (c, ref_state.c)):
+        np.testing.assert_allclose(
+            got, ref.copy_transpose([rf.batch_dim, setup.out_dim]).numpy(), **TOL
+        )
+
+
+@pytest.mark.parametrize("order", ["ifco", "icfo"])
+def test_zoneout_lstm_inference_matches_numpy(order: str) -> None:
+    rf.init_forward_step_run_ctx()
+    setup = ZoneoutSetup(
+        zoneout_factor_cell=0.15, zoneout_factor_output=0.05, forget_bias=1.0, parts_order=order
+    )
+    got = setup.run()
+    expected = setup.numpy_inference(0.15, 0.05, 1.0, order.replace("c", "j"))
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_zoneout_lstm_training_keeps_each_unit_old_or_new() -> None:
+    setup = ZoneoutSetup(zoneout_factor_cell=0.5, zoneout_factor_output=0.5)
+    step = rf.convert_to_tensor(setup.xv[:, 0], dims=[rf.batch_dim, setup.in_dim])
+    rf.init_train_step_run_ctx()
+    try:
+        out, state = setup.lstm(step, state=setup.state, spatial_dim=rf.single_step_dim)
+    finally:
+        rf.init_forward_step_run_ctx()
+    setup.lstm.zoneout_factor_cell = setup.lstm.zoneout_factor_output = 0.0
+    _, new = setup.lstm(step, state=setup.state, spatial_dim=rf.single_step_dim)
+    bd = [rf.batch_dim, setup.out_dim]
+    for name, prev in (("h", setup.h0v), ("c", setup.c0v)):
+        got = state[name].copy_transpose(bd).numpy()
+        cur = new[name].copy_transpose(bd).numpy()
+        kept_old = np.isclose(got, prev, rtol=1e-5, atol=1e-6)
+        took_new = np.isclose(got, cur, rtol=1e-5, atol=1e-6)
+        assert np.all(kept_old | took_new)
+        assert kept_old.any()
+        assert took_new.any()
+        # one mask over out_dim, shared by the batch (dropout_broadcast)
+        assert np.all(kept_old == kept_old[:1])
+    np.testing.assert_array_equal(
+        out.copy_transpose(bd).numpy(), state.h.copy_transpose(bd).numpy()
+    )
+
+
+def test_zoneout_lstm_rejects_a_bad_parts_order() -> None:
+    with pytest.raises(ValueError, match="parts_order"):
+        rf.ZoneoutLSTM(rf.Dim(2, name="in"), rf.Dim(2, name="out"), parts_order="iifo")

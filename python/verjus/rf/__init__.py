@@ -35,6 +35,8 @@ Written in Python, on top of them:
 - ``LSTM``, ``LstmState``, ``State`` (``verjus.rf.rec``: RETURNN's parameters
   and state container; ``lstm(x, state=, spatial_dim=)`` over a dynamic dim runs
   each sequence to its own length, ``spatial_dim=single_step_dim`` one step);
+  ``ZoneoutLSTM`` (``verjus.rf.zoneout``: RETURNN's options, zoneout in
+  training, its expectation at inference; stepped with ``scan``);
 - ``while_loop``, ``scan`` (``verjus.rf.loop``, RETURNN's signatures; run
   eagerly on the tape, so gradients flow through every step);
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
@@ -84,6 +86,7 @@ from verjus.rf.run_ctx import (
     init_forward_step_run_ctx,
     init_train_step_run_ctx,
 )
+from verjus.rf.zoneout import ZoneoutLSTM
 
 # The native ops (and ``batch_dim``) under RETURNN's names: each binding of
 # crates/verjus-py/src/rf/ is listed once there, and arrives here with its docs.
@@ -110,6 +113,7 @@ __all__ = [
     "Sequential",
     "State",
     "Tensor",
+    "ZoneoutLSTM",
     "conv",
     "convert_to_tensor",
     "dropout",
