@@ -358,3 +358,73 @@ def test_zoneout_lstm_training_keeps_each_unit_old_or_new() -> None:
 def test_zoneout_lstm_rejects_a_bad_parts_order() -> None:
     with pytest.raises(ValueError, match="parts_order"):
         rf.ZoneoutLSTM(rf.Dim(2, name="in"), rf.Dim(2, name="out"), parts_order="iifo")
+
+
+def test_zoneout_lstm_against_returnn_on_its_torch_backend() -> None:
+    """RETURNN's ZoneoutLSTM runs its step with its own ``rf.scan``: the same
+    weights give the same outputs, states and gradients (inference mode)."""
+    torch = pytest.importorskip("torch", reason="RETURNN's rf.scan runs on its torch backend")
+    pytest.importorskip("returnn", reason="RETURNN's own rf.scan is the reference here")
+    import returnn.frontend as rrf
+    from returnn.tensor import Dim, Tensor
+
+    rrf.select_backend_torch()
+    rrf.init_forward_step_run_ctx()
+    options = {"zoneout_factor_cell": 0.15, "zoneout_factor_output": 0.05, "forget_bias": 1.0}
+    rf.init_forward_step_run_ctx()
+    s = ZoneoutSetup(**options)
+    batch = Dim(B, name="batch")
+    lens = torch.tensor(LENS, dtype=torch.int32)
+    time = Dim(Tensor("lengths", [batch], dtype="int32", raw_tensor=lens), name="time")
+    in_dim, out_dim = Dim(F, name="in"), Dim(6, name="out")
+    theirs = rrf.ZoneoutLSTM(in_dim, out_dim, **options)
+    with torch.no_grad():
+        theirs.bias.raw_tensor.uniform_(-0.5, 0.5)
+    for name, p in theirs.named_parameters():  # their parameters, by name, into ours
+        getattr(s.lstm, name).assign(p.raw_tensor.detach().numpy())
+
+    out, state = s.lstm(s.x, state=s.state, spatial_dim=s.time)
+    # RETURNN leaves the padding frames of the stacked ys undefined (ours are
+    # 0): compare valid frames only, and give the padding no gradient
+    valid = np.arange(T)[None, :, None] < np.array(LENS)[:, None, None]
+    seed = rng(9).standard_normal((B, T, 6)).astype(np.float32) * valid
+    out_dims = [rf.batch_dim, s.time, s.out_dim]
+    (total(out * rf.convert_to_tensor(seed, dims=out_dims)) + total(state.c)).backward()
+
+    def their_leaf(value: np.ndarray, dims: list) -> Tensor:
+        raw = torch.tensor(value, requires_grad=True)
+        # RETURNN's loop checks the state's feature_dim against the step's
+        feature = out_dim if out_dim in dims else None
+        return Tensor("v", dims, dtype="float32", raw_tensor=raw, feature_dim=feature)
+
+    x = their_leaf(s.xv, [batch, time, in_dim])
+    h0, c0 = their_leaf(s.h0v, [batch, out_dim]), their_leaf(s.c0v, [batch, out_dim])
+    t_out, t_state = theirs(x, state=rrf.LstmState(h=h0, c=c0), spatial_dim=time)
+    out_t = t_out.copy_transpose([batch, time, out_dim]).raw_tensor
+    c_t = t_state.c.copy_transpose([batch, out_dim]).raw_tensor
+    ((out_t * torch.from_numpy(seed)).sum() + c_t.sum()).backward()
+
+    mine_out = out.copy_transpose(out_dims).numpy()
+    np.testing.assert_array_equal(mine_out[~np.broadcast_to(valid, mine_out.shape)], 0.0)
+    np.testing.assert_allclose(
+        mine_out * valid, out_t.detach().numpy() * valid, rtol=1e-5, atol=1e-5
+    )
+    for mine, their in ((state.h, t_state.h), (state.c, t_state.c)):
+        np.testing.assert_allclose(
+            mine.copy_transpose([rf.batch_dim, s.out_dim]).numpy(),
+            their.copy_transpose([batch, out_dim]).raw_tensor.detach().numpy(),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+    for name, p in theirs.named_parameters():
+        np.testing.assert_allclose(
+            getattr(s.lstm, name).grad.numpy(),
+            p.raw_tensor.grad.numpy(),
+            rtol=1e-4,
+            atol=1e-5,
+            err_msg=name,
+        )
+    for mine, their in ((s.x, x), (s.state.h, h0), (s.state.c, c0)):
+        np.testing.assert_allclose(
+            mine.grad.numpy(), their.raw_tensor.grad.numpy(), rtol=1e-4, atol=1e-5
+        )
