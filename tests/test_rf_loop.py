@@ -240,11 +240,54 @@ def test_scan_of_lstm_single_steps_equals_lstm_over_the_sequence() -> None:
 
 
 def test_scan_rejects_what_it_does_not_support() -> None:
-    with pytest.raises(NotImplementedError, match="cond-ended"):
-        rf.scan(cond_dims=[rf.batch_dim], cond=lambda x, s: s, body=lambda x, s: (None, s))
     steps = rf.Dim(2, name="steps")
+    with pytest.raises(ValueError, match="give cond"):
+        rf.scan(body=lambda x, s: (None, s))
+    with pytest.raises(ValueError, match="must not be"):
+        rf.scan(spatial_dim=steps, max_seq_len=3, body=lambda x, s: (None, s))
     with pytest.raises(ValueError, match="body's state"):
         rf.scan(spatial_dim=steps, initial=(0.0,), body=lambda x, s: (None, s[0]))
+
+
+def count_until(limits: list[int], start: list[float], **options: object) -> tuple:
+    """A cond-ended scan: state ``s`` (float, starting at ``start``) grows by 1
+    a step while ``s < limit``; y is ``s * w`` (``w`` 1.5 per entry) before
+    the step."""
+    limit = rf.convert_to_tensor(np.array(limits, np.float32), dims=[rf.batch_dim])
+    s0 = leaf(np.array(start, np.float32), [rf.batch_dim])
+    w = leaf(np.full(len(limits), 1.5, np.float32), [rf.batch_dim])
+    ys, s, dim = rf.scan(
+        cond_dims=[rf.batch_dim],
+        initial=rf.State(s=s0),
+        ys=s0 * w,
+        cond=lambda _x, st: rf.compare(st.s, "<", limit),
+        body=lambda _x, st: (st.s * w, rf.State(s=st.s + 1.0)),
+        **options,
+    )
+    return ys, s.s, dim, s0, w
+
+
+def test_scan_with_cond_ends_each_entry_on_its_own() -> None:
+    ys, s, dim, s0, w = count_until([3, 0, 1, 4], [0.0, 0.0, 0.5, 1.0])
+    # cond before body: steps while s < limit
+    np.testing.assert_array_equal(dim.dyn_size_ext.numpy(), [3, 0, 1, 3])
+    expected = np.zeros((4, 3), np.float32)
+    for b, (n, st) in enumerate(zip([3, 0, 1, 3], [0.0, 0.0, 0.5, 1.0], strict=True)):
+        expected[b, :n] = 1.5 * (st + np.arange(n))
+    np.testing.assert_allclose(ys.copy_transpose([rf.batch_dim, dim]).numpy(), expected)
+    # RETURNN keeps the state before the step at which cond turned False
+    np.testing.assert_allclose(s.numpy(), [2.0, 0.0, 0.5, 3.0])
+    loss = total(ys)
+    np.testing.assert_allclose(rf.gradient(loss, w).numpy(), expected.sum(1) / 1.5, rtol=1e-6)
+    np.testing.assert_allclose(rf.gradient(loss, s0).numpy(), [4.5, 0.0, 1.5, 4.5], rtol=1e-6)
+
+
+def test_scan_with_cond_after_body_and_max_seq_len() -> None:
+    _, _, dim, _, _ = count_until([3, 0], [0.0, 0.0], cond_before_body=False)
+    np.testing.assert_array_equal(dim.dyn_size_ext.numpy(), [3, 1])
+    _, s, dim, _, _ = count_until([3, 0, 9], [0.0, 0.0, 0.0], max_seq_len=2)
+    np.testing.assert_array_equal(dim.dyn_size_ext.numpy(), [2, 0, 2])
+    np.testing.assert_allclose(s.numpy(), [2.0, 0.0, 2.0])
 
 
 def sigmoid(v: np.ndarray) -> np.ndarray:
@@ -428,3 +471,34 @@ def test_zoneout_lstm_against_returnn_on_its_torch_backend() -> None:
         np.testing.assert_allclose(
             mine.grad.numpy(), their.raw_tensor.grad.numpy(), rtol=1e-4, atol=1e-5
         )
+
+
+@pytest.mark.parametrize("options", [{}, {"cond_before_body": False}, {"max_seq_len": 2}])
+def test_scan_with_cond_against_returnn_on_its_torch_backend(options: dict) -> None:
+    torch = pytest.importorskip("torch", reason="RETURNN's rf.scan runs on its torch backend")
+    pytest.importorskip("returnn", reason="RETURNN's own rf.scan is the reference here")
+    import returnn.frontend as rrf
+    from returnn.tensor import Dim, Tensor
+
+    rrf.select_backend_torch()
+    limits, start = [3.0, 0.0, 1.0, 4.0], [0.0, 0.0, 0.5, 1.0]
+    batch = Dim(4, name="batch")
+    limit = Tensor("l", [batch], dtype="float32", raw_tensor=torch.tensor(limits))
+    s0 = Tensor("s", [batch], dtype="float32", raw_tensor=torch.tensor(start))
+    their_ys, their_s, their_dim = rrf.scan(
+        cond_dims=[batch],
+        initial=rrf.State(s=s0),
+        ys=s0,
+        cond=lambda _x, st: st.s < limit,
+        body=lambda _x, st: (st.s * 1.5, rrf.State(s=st.s + 1.0)),
+        **options,
+    )
+    ys, s, dim, _, _ = count_until([3, 0, 1, 4], start, **options)
+    lens = their_dim.dyn_size_ext.raw_tensor.numpy()
+    np.testing.assert_array_equal(dim.dyn_size_ext.numpy(), lens)
+    np.testing.assert_allclose(s.numpy(), their_s.s.raw_tensor.numpy())
+    valid = np.arange(lens.max())[None, :] < lens[:, None]
+    mine = ys.copy_transpose([rf.batch_dim, dim]).numpy()
+    theirs = their_ys.copy_transpose([batch, their_dim]).raw_tensor.numpy()
+    np.testing.assert_allclose(mine[valid], theirs[valid])
+    np.testing.assert_array_equal(mine[~valid], 0.0)

@@ -9,7 +9,9 @@ small ``_flatten`` / ``_unflatten`` pair below does (no dependency).
 ``scan`` over a given ``spatial_dim`` takes each step's ``xs`` frame with
 ``gather``, keeps the state of entries whose sequence has ended (``where`` on
 ``i < length``), and stacks the ``ys`` frames over ``spatial_dim`` (padding 0).
-A ``cond``-ended scan (no ``spatial_dim``) is not supported yet.
+A ``cond``-ended scan (no ``spatial_dim``) counts each entry's steps while its
+``cond`` holds (read on the host after each step) and returns a new dynamic Dim
+with those lengths.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_concat as _concat
 from verjus._verjus import rf_expand_dim as _expand_dim
@@ -175,24 +178,31 @@ def scan(
     :param ys: the structure of ``body``'s outputs, with a Tensor (a template:
         only its dims, for a ``spatial_dim`` of length 0) or None per output
     :param body: ``(x, state) -> (y, new_state)``
-    :param cond_dims: cond_before_body: cond: max_seq_len: for a ``cond``-ended
-        scan, not supported yet (``spatial_dim`` must be given)
+    :param cond: without ``spatial_dim``: ``(None, state) -> bool Tensor`` (e.g.
+        over ``[batch]``); an entry runs while it holds, the loop until it
+        holds for none (or ``max_seq_len`` steps)
+    :param cond_dims: the dims of ``cond``'s result (read from it here)
+    :param cond_before_body: True: ``while cond: body``; False: ``body`` first
+        (each entry gets at least one frame)
+    :param max_seq_len: with ``cond``: at most this many steps
     :param return_tensor_arrays: True is not supported yet
     :return: ``(ys, final_state, spatial_dim)``: each y stacked over
         ``spatial_dim`` (0 past each sequence's length), the state after each
-        entry's last frame
+        entry's last frame; with ``cond``, ``spatial_dim`` is a new dynamic
+        Dim with each entry's number of steps (as RETURNN, the state of the
+        step at which ``cond`` turned False is not kept)
     """
-    if spatial_dim is None or cond is not None:
-        raise NotImplementedError(
-            "rf.scan: a cond-ended scan (spatial_dim None, cond given) is not supported yet"
-        )
-    if max_seq_len is not None:
-        raise ValueError(
-            f"rf.scan: spatial_dim {spatial_dim.name} is given, max_seq_len must not be"
-        )
     if return_tensor_arrays:
         raise NotImplementedError("rf.scan: return_tensor_arrays=True is not supported yet")
-    del cond_dims, cond_before_body  # only used by a cond-ended scan
+    if spatial_dim is None:
+        if cond is None or xs is not None:
+            raise ValueError("rf.scan: without spatial_dim, give cond (and no xs)")
+        return _scan_until(cond, cond_before_body, initial, ys, body, max_seq_len)
+    if cond is not None or max_seq_len is not None:
+        raise ValueError(
+            f"rf.scan: spatial_dim {spatial_dim.name} is given, cond and max_seq_len must not be"
+        )
+    del cond_dims  # the dims of cond's result, needed by graph backends only
     lengths = spatial_dim.dyn_size_ext
     state = initial
     frames: list[list[Tensor | None]] = [[] for _ in _flatten(ys)]
@@ -209,6 +219,46 @@ def scan(
             acc.append(y_leaf)
         mask = None if lengths is None else _compare(lengths, ">", i)
         state = _mask_state(new_state, state, mask)
+    stacked = [
+        None if template is None else _stack(acc, template, spatial_dim)
+        for template, acc in zip(_flatten(ys), frames, strict=True)
+    ]
+    return _unflatten(ys, stacked), state, spatial_dim
+
+
+def _logical_and(a: Tensor, b: Tensor) -> Tensor:
+    return _compare(_cast(a, "int32") * _cast(b, "int32"), ">", 0)
+
+
+def _scan_until(
+    cond: Callable[[Any, Any], Tensor],
+    cond_before_body: bool,
+    initial: Any,
+    ys: Any,
+    body: Callable[[Any, Any], tuple[Any, Any]],
+    max_seq_len: int | Tensor | None,
+) -> tuple[Any, Any, Dim]:
+    """``scan`` without ``spatial_dim``: RETURNN's loop over ``(i, seq_len,
+    prev_cond, state, ys)``, eagerly."""
+    if isinstance(max_seq_len, Tensor):
+        max_seq_len = int(max_seq_len.numpy())
+    first = cond(None, initial)
+    running = first if cond_before_body else _compare(_cast(first, "int32") * 0, "==", 0)
+    seq_len = _cast(running, "int32") * 0
+    state = initial
+    frames: list[list[Tensor | None]] = [[] for _ in _flatten(ys)]
+    step = 0
+    while bool(running.numpy().any()) and (max_seq_len is None or step < max_seq_len):
+        seq_len = seq_len + _cast(running, "int32")
+        y, new_state = body(None, state)
+        _assert_same_structure("rf.scan: body's y", ys, y)
+        _assert_same_structure("rf.scan: body's state", state, new_state)
+        for acc, y_leaf in zip(frames, _flatten(y), strict=True):
+            acc.append(y_leaf)
+        running = _logical_and(cond(None, new_state), running)
+        state = _mask_state(new_state, state, running)
+        step += 1
+    spatial_dim = Dim(seq_len, name="scan_dim")
     stacked = [
         None if template is None else _stack(acc, template, spatial_dim)
         for template, acc in zip(_flatten(ys), frames, strict=True)
