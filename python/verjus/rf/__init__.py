@@ -37,8 +37,9 @@ Written in Python, on top of them:
   each sequence to its own length, ``spatial_dim=single_step_dim`` one step);
   ``ZoneoutLSTM`` (``verjus.rf.zoneout``: RETURNN's options, zoneout in
   training, its expectation at inference; stepped with ``scan``);
-- ``while_loop``, ``scan`` (``verjus.rf.loop``, RETURNN's signatures; run
-  eagerly on the tape, so gradients flow through every step);
+- ``while_loop``, ``scan`` (``verjus.rf.loop``, RETURNN's signatures: over a
+  ``spatial_dim`` per sequence length, or ended by ``cond`` with a new dynamic
+  dim; run eagerly on the tape, so gradients flow through every step);
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
