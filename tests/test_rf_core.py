@@ -184,3 +184,15 @@ def test_batched_equals_single_entry(lengths: list[int]) -> None:
             if k == 3:
                 want = want[:, :n]
             np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"op {k}, entry {b}")
+
+
+@pytest.mark.parametrize(
+    "value", [np.array(3, np.int32), np.array(1.5, np.float32), 2.0, np.float64(-0.25)]
+)
+def test_a_scalar_converts_to_a_tensor_without_dims(value) -> None:
+    """A 0-d array or a Python number is a tensor over no dims (numpy's
+    ``ascontiguousarray`` would have made it shape (1,))."""
+    t = rf.convert_to_tensor(value)
+    assert t.dims == ()
+    assert t.numpy().shape == ()
+    assert float(t.numpy()) == float(value)

@@ -178,7 +178,8 @@ def convert_to_tensor(
     dtype = dtype or _rf_dtype(array)
     if dtype not in _STORAGE:
         raise ValueError(f"convert_to_tensor: unknown dtype {dtype!r}")
-    array = np.ascontiguousarray(array, dtype=_STORAGE[dtype])
+    # Not np.ascontiguousarray, which turns a 0-d array (a scalar) into shape (1,).
+    array = np.asarray(array, dtype=_STORAGE[dtype], order="C")
     return _verjus.rf_from_numpy(array, list(dims), dtype, requires_grad, sparse_dim, feature_dim)
 
 
