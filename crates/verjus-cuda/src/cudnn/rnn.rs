@@ -142,19 +142,9 @@ impl Cudnn {
         t: &LstmForwardPtrs,
         reserve: CUdeviceptr,
     ) -> Result<()> {
-        let mut guard = self.lock();
-        let State {
-            handle,
-            lstms,
-            workspace,
-            ..
-        } = &mut *guard;
-        let lstm = cached(lstms, *key, || {
-            Lstm::new(&self.gpu, op, handle, workspace, key)
-        })?;
-        let seq = SeqDescs::new(&self.gpu, op, key, lengths)?;
-        let sp = self.spaces(op, handle, workspace, lstm, &seq, space, reserve)?;
-        raw::rnn_forward(handle, &lstm.descs, &seq, t, sp).map_err(self.failed(op))
+        self.with_spaces(op, key, lengths, space, reserve, |handle, lstm, seq, sp| {
+            raw::rnn_forward(handle, &lstm.descs, seq, t, sp).map_err(self.failed(op))
+        })
     }
 
     /// The backward of [`Cudnn::lstm_forward`] with the same lengths and
@@ -171,6 +161,35 @@ impl Cudnn {
         reserve: CUdeviceptr,
         dweights: Option<CUdeviceptr>,
     ) -> Result<()> {
+        self.with_spaces(op, key, lengths, space, reserve, |handle, lstm, seq, sp| {
+            let fail = self.failed(op);
+            raw::rnn_backward_data(handle, &lstm.descs, seq, t, sp).map_err(&fail)?;
+            if let Some(dw) = dweights {
+                let weights = Scratch {
+                    ptr: dw,
+                    bytes: space.weight_bytes,
+                };
+                let sp = RnnSpaces { weights, ..sp };
+                raw::rnn_backward_weights(handle, &lstm.descs, seq, t, sp).map_err(&fail)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `f` with the locked handle, the cached LSTM of `key`, the
+    /// sequence descriptors of `lengths`, and the weights and reserve space
+    /// inside the reserve at `reserve` plus the workspace; fails if these
+    /// lengths need more reserve space than `space` holds. The forward and
+    /// both backwards share this set-up.
+    fn with_spaces<R>(
+        &self,
+        op: &str,
+        key: &LstmKey,
+        lengths: &SeqLengths,
+        space: &ReserveLayout,
+        reserve: CUdeviceptr,
+        f: impl FnOnce(&Handle, &Lstm, &SeqDescs, RnnSpaces) -> Result<R>,
+    ) -> Result<R> {
         let mut guard = self.lock();
         let State {
             handle,
@@ -182,34 +201,6 @@ impl Cudnn {
             Lstm::new(&self.gpu, op, handle, workspace, key)
         })?;
         let seq = SeqDescs::new(&self.gpu, op, key, lengths)?;
-        let sp = self.spaces(op, handle, workspace, lstm, &seq, space, reserve)?;
-        let fail = self.failed(op);
-        raw::rnn_backward_data(handle, &lstm.descs, &seq, t, sp).map_err(&fail)?;
-        if let Some(dw) = dweights {
-            let weights = Scratch {
-                ptr: dw,
-                bytes: space.weight_bytes,
-            };
-            let sp = RnnSpaces { weights, ..sp };
-            raw::rnn_backward_weights(handle, &lstm.descs, &seq, t, sp).map_err(&fail)?;
-        }
-        Ok(())
-    }
-
-    /// The weights and reserve space inside the reserve at `reserve`, and
-    /// the workspace, for a call over `seq`; fails if these lengths need more
-    /// reserve space than `space` holds.
-    #[allow(clippy::too_many_arguments)] // the pieces of the locked state a call uses
-    fn spaces(
-        &self,
-        op: &str,
-        handle: &Handle,
-        workspace: &mut Workspace,
-        lstm: &Lstm,
-        seq: &SeqDescs,
-        space: &ReserveLayout,
-        reserve: CUdeviceptr,
-    ) -> Result<RnnSpaces> {
         let (work, need) =
             raw::temp_space_sizes(handle, &lstm.descs.rnn, &seq.x).map_err(self.failed(op))?;
         if need > space.cudnn_bytes {
@@ -222,7 +213,7 @@ impl Cudnn {
                 ),
             ));
         }
-        Ok(RnnSpaces {
+        let spaces = RnnSpaces {
             weights: Scratch {
                 ptr: reserve,
                 bytes: space.weight_bytes,
@@ -232,6 +223,7 @@ impl Cudnn {
                 ptr: reserve + space.cudnn_at as u64,
                 bytes: space.cudnn_bytes,
             },
-        })
+        };
+        f(handle, lstm, &seq, spaces)
     }
 }
