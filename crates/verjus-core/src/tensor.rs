@@ -11,6 +11,7 @@
 //! static graph can allocate its activation buffers once and reuse them step after
 //! step; the eager frontend allocates fresh outputs with [`crate::ops::zeros`].
 
+use crate::host_memory;
 use crate::view::BorrowedHost;
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::any::Any;
@@ -92,6 +93,14 @@ pub struct Tensor {
     shape: Shape,
     dtype: DType,
     storage: Storage,
+    /// Host bytes this tensor added to [`crate::host_memory_stats`] (taken off on drop).
+    counted: usize,
+}
+
+impl Drop for Tensor {
+    fn drop(&mut self) {
+        host_memory::freed(self.counted);
+    }
 }
 
 impl Tensor {
@@ -106,29 +115,33 @@ impl Tensor {
                 format!("{} elements", data.len()),
             ));
         }
-        Ok(Tensor {
-            shape,
-            dtype: T::DTYPE,
-            storage: Storage::Host(T::into_host(data)),
-        })
+        Ok(Tensor::build(shape, T::DTYPE, Storage::Host(T::into_host(data))))
     }
 
     /// A tensor from checked parts (for constructors elsewhere in this crate).
     pub(crate) fn from_parts(shape: Shape, dtype: DType, storage: Storage) -> Self {
+        Tensor::build(shape, dtype, storage)
+    }
+
+    /// Every tensor is made here: owned host elements are counted.
+    fn build(shape: Shape, dtype: DType, storage: Storage) -> Self {
+        let counted = match &storage {
+            Storage::Host(h) => h.len() * h.dtype().size_in_bytes(),
+            Storage::Borrowed(_) | Storage::Device(_) => 0,
+        };
+        host_memory::allocated(counted);
         Tensor {
             shape,
             dtype,
             storage,
+            counted,
         }
     }
 
     /// A zero-filled host tensor.
     pub fn zeros_host(shape: &Shape, dtype: DType) -> Result<Self> {
-        Ok(Tensor {
-            shape: shape.clone(),
-            dtype,
-            storage: Storage::Host(HostData::zeros(dtype, shape.numel())?),
-        })
+        let data = HostData::zeros(dtype, shape.numel())?;
+        Ok(Tensor::build(shape.clone(), dtype, Storage::Host(data)))
     }
 
     /// A tensor over storage a backend made; the backend guarantees the size.
@@ -148,11 +161,7 @@ impl Tensor {
                 ));
             }
         }
-        Ok(Tensor {
-            shape,
-            dtype,
-            storage,
-        })
+        Ok(Tensor::build(shape, dtype, storage))
     }
 
     /// The shape.
@@ -241,11 +250,7 @@ impl Tensor {
             Storage::Borrowed(b) => b.to_host_data()?,
             Storage::Device(d) => return Err(not_on_host(d.device())),
         };
-        Ok(Tensor {
-            shape: self.shape.clone(),
-            dtype: self.dtype,
-            storage: Storage::Host(data),
-        })
+        Ok(Tensor::build(self.shape.clone(), self.dtype, Storage::Host(data)))
     }
 
     fn dtype_error<T: Element>(&self) -> Error {
