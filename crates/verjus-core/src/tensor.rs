@@ -115,7 +115,11 @@ impl Tensor {
                 format!("{} elements", data.len()),
             ));
         }
-        Ok(Tensor::build(shape, T::DTYPE, Storage::Host(T::into_host(data))))
+        Ok(Tensor::build(
+            shape,
+            T::DTYPE,
+            Storage::Host(T::into_host(data)),
+        ))
     }
 
     /// A tensor from checked parts (for constructors elsewhere in this crate).
@@ -250,7 +254,11 @@ impl Tensor {
             Storage::Borrowed(b) => b.to_host_data()?,
             Storage::Device(d) => return Err(not_on_host(d.device())),
         };
-        Ok(Tensor::build(self.shape.clone(), self.dtype, Storage::Host(data)))
+        Ok(Tensor::build(
+            self.shape.clone(),
+            self.dtype,
+            Storage::Host(data),
+        ))
     }
 
     fn dtype_error<T: Element>(&self) -> Error {

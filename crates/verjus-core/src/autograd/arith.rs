@@ -48,29 +48,29 @@ impl Var {
     /// constants: they have no gradient.
     pub fn binary(&self, op: BinaryOp, other: &Var) -> Result<Var> {
         let be = self.backend();
-        let (a, b) = (self.value(), other.value());
-        let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
-        let mut c = alloc::zeros(&**be, &plan.out)?;
-        ops::binary(&**be, op, &a, &b, &mut c)?;
         if !op.is_differentiable() {
+            let (a, b) = (self.value(), other.value());
+            let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
+            let mut c = alloc::zeros(&**be, &plan.out)?;
+            ops::binary(&**be, op, &a, &b, &mut c)?;
             return Ok(Var::from_parts(Arc::new(c), be.clone(), false, None));
         }
-        let backward: BackwardFn = Box::new(move |be, dy, needs| {
-            let mut da = need(needs, 0)
-                .then(|| alloc::zeros(be, a.shape()))
-                .transpose()?;
-            let mut db = need(needs, 1)
-                .then(|| alloc::zeros(be, b.shape()))
-                .transpose()?;
-            grad::binary(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
-            Ok(vec![da, db])
-        });
-        Ok(Var::from_op(
-            op.name(),
-            Arc::new(c),
-            be,
-            &[self, other],
-            backward,
-        ))
+        Var::record(op.name(), be, &[self, other], move |be, xs| {
+            let (a, b) = (xs[0].clone(), xs[1].clone());
+            let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
+            let mut c = alloc::zeros(be, &plan.out)?;
+            ops::binary(be, op, &a, &b, &mut c)?;
+            let backward: BackwardFn = Box::new(move |be, dy, needs| {
+                let mut da = need(needs, 0)
+                    .then(|| alloc::zeros(be, a.shape()))
+                    .transpose()?;
+                let mut db = need(needs, 1)
+                    .then(|| alloc::zeros(be, b.shape()))
+                    .transpose()?;
+                grad::binary(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
+                Ok(vec![da, db])
+            });
+            Ok((Arc::new(c), backward))
+        })
     }
 }

@@ -12,37 +12,39 @@ impl Var {
     /// `conv2d(self, weight) + bias`: input `[n, c_in, h, w]`, weight
     /// `[c_out, c_in, kh, kw]`, bias `[c_out]`.
     pub fn conv2d(&self, weight: &Var, bias: Option<&Var>, params: Conv2dParams) -> Result<Var> {
-        let be = self.backend();
-        let (x, w) = (self.value(), weight.value());
-        let b = bias.map(Var::value);
-        let plan = Conv2dPlan::new(x.shape(), w.shape(), params)?;
-        let mut y = alloc::zeros(&**be, &plan.output_shape()?)?;
-        ops::conv2d(&**be, &x, &w, b.as_deref(), params, &mut y)?;
-        let bias_shape = b.map(|b| b.shape().clone());
-        let backward: BackwardFn = Box::new(move |be, dy, needs| {
-            let fresh = |i: usize, shape: Option<&Shape>| {
-                shape
-                    .filter(|_| need(needs, i))
-                    .map(|s| alloc::zeros(be, s))
-                    .transpose()
-            };
-            let mut dx = fresh(0, Some(x.shape()))?;
-            let mut dw = fresh(1, Some(w.shape()))?;
-            let mut db = fresh(2, bias_shape.as_ref())?;
-            let grads = Conv2dGrads {
-                dx: dx.as_mut(),
-                dw: dw.as_mut(),
-                db: db.as_mut(),
-            };
-            grad::conv2d(be, &x, &w, &dy, params, grads)?;
-            let mut grads = vec![dx, dw];
-            if bias_shape.is_some() {
-                grads.push(db);
-            }
-            Ok(grads)
-        });
+        let has_bias = bias.is_some();
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        Ok(Var::from_op("conv2d", Arc::new(y), be, &inputs, backward))
+        Var::record("conv2d", self.backend(), &inputs, move |be, xs| {
+            let (x, w) = (xs[0].clone(), xs[1].clone());
+            let b = has_bias.then(|| xs[2].clone());
+            let plan = Conv2dPlan::new(x.shape(), w.shape(), params)?;
+            let mut y = alloc::zeros(be, &plan.output_shape()?)?;
+            ops::conv2d(be, &x, &w, b.as_deref(), params, &mut y)?;
+            let bias_shape = b.map(|b| b.shape().clone());
+            let backward: BackwardFn = Box::new(move |be, dy, needs| {
+                let fresh = |i: usize, shape: Option<&Shape>| {
+                    shape
+                        .filter(|_| need(needs, i))
+                        .map(|s| alloc::zeros(be, s))
+                        .transpose()
+                };
+                let mut dx = fresh(0, Some(x.shape()))?;
+                let mut dw = fresh(1, Some(w.shape()))?;
+                let mut db = fresh(2, bias_shape.as_ref())?;
+                let grads = Conv2dGrads {
+                    dx: dx.as_mut(),
+                    dw: dw.as_mut(),
+                    db: db.as_mut(),
+                };
+                grad::conv2d(be, &x, &w, &dy, params, grads)?;
+                let mut grads = vec![dx, dw];
+                if bias_shape.is_some() {
+                    grads.push(db);
+                }
+                Ok(grads)
+            });
+            Ok((Arc::new(y), backward))
+        })
     }
 }

@@ -12,25 +12,25 @@ impl Var {
     /// stacked: the result's axis has one entry per index. The gradient adds
     /// up over repeated indices.
     pub fn index_select(&self, axis: usize, indices: &Var) -> Result<Var> {
-        let be = self.backend();
-        let (x, idx) = (self.value(), indices.value());
-        x.shape().dim("index_select", axis)?;
-        let mut dims = x.dims().to_vec();
-        dims[axis] = idx.numel();
-        let mut y = alloc::zeros(&**be, &Shape::new(dims)?)?;
-        ops::index_select(&**be, &x, axis, &idx, &mut y)?;
-        let x_shape = x.shape().clone();
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let mut dx = alloc::zeros(be, &x_shape)?;
-            grad::index_select(be, &dy, axis, &idx, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
-        Ok(Var::from_op(
+        Var::record(
             "index_select",
-            Arc::new(y),
-            be,
-            &[self],
-            backward,
-        ))
+            self.backend(),
+            &[self, indices],
+            move |be, xs| {
+                let (x, idx) = (&xs[0], xs[1].clone());
+                x.shape().dim("index_select", axis)?;
+                let mut dims = x.dims().to_vec();
+                dims[axis] = idx.numel();
+                let mut y = alloc::zeros(be, &Shape::new(dims)?)?;
+                ops::index_select(be, x, axis, &idx, &mut y)?;
+                let x_shape = x.shape().clone();
+                let backward: BackwardFn = Box::new(move |be, dy, _| {
+                    let mut dx = alloc::zeros(be, &x_shape)?;
+                    grad::index_select(be, &dy, axis, &idx, &mut dx)?;
+                    Ok(vec![Some(dx), None])
+                });
+                Ok((Arc::new(y), backward))
+            },
+        )
     }
 }

@@ -6,10 +6,11 @@
 //! row by the incoming per-example gradient.
 
 use super::alloc;
+use super::checkpoint::in_checkpoint_scope;
 use super::node::{recording, BackwardFn};
 use super::var::Var;
 use crate::{grad, ops};
-use crate::{Result, Shape};
+use crate::{Backend, Result, Shape, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -17,36 +18,37 @@ impl Var {
     /// `labels` `[n]`, with label smoothing in `[0, 1)`.
     pub fn softmax_cross_entropy(&self, labels: &Var, smoothing: f32) -> Result<Var> {
         let be = self.backend();
-        let (logits, labels) = (self.value(), labels.value());
-        let n = logits.dims().first().copied().unwrap_or(0);
-        let mut losses = alloc::zeros(&**be, &Shape::new([n])?)?;
-        let mut dlogits = recording(&[self])
-            .then(|| alloc::zeros(&**be, logits.shape()))
-            .transpose()?;
-        ops::softmax_cross_entropy(
-            &**be,
-            &logits,
-            &labels,
-            smoothing,
-            1.0,
-            &mut losses,
-            dlogits.as_mut(),
-        )?;
-        let Some(dlogits) = dlogits else {
+        if !recording(&[self]) && !in_checkpoint_scope() {
+            let (logits, labels) = (self.value(), labels.value());
+            let losses = forward(&**be, &logits, &labels, smoothing, None)?;
             return Ok(Var::from_parts(Arc::new(losses), be.clone(), false, None));
-        };
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let dy = dy.reshape([n, 1])?;
-            let mut dx = alloc::zeros(be, dlogits.shape())?;
-            grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
-        Ok(Var::from_op(
-            "softmax_cross_entropy",
-            Arc::new(losses),
-            be,
-            &[self],
-            backward,
-        ))
+        }
+        let name = "softmax_cross_entropy";
+        Var::record(name, be, &[self, labels], move |be, xs| {
+            let mut dlogits = alloc::zeros(be, xs[0].shape())?;
+            let losses = forward(be, &xs[0], &xs[1], smoothing, Some(&mut dlogits))?;
+            let n = losses.numel();
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let dy = dy.reshape([n, 1])?;
+                let mut dx = alloc::zeros(be, dlogits.shape())?;
+                grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;
+                Ok(vec![Some(dx), None])
+            });
+            Ok((Arc::new(losses), backward))
+        })
     }
+}
+
+/// The losses, and the logits' gradient into `dlogits` when given.
+fn forward(
+    be: &dyn Backend,
+    logits: &Tensor,
+    labels: &Tensor,
+    smoothing: f32,
+    dlogits: Option<&mut Tensor>,
+) -> Result<Tensor> {
+    let n = logits.dims().first().copied().unwrap_or(0);
+    let mut losses = alloc::zeros(be, &Shape::new([n])?)?;
+    ops::softmax_cross_entropy(be, logits, labels, smoothing, 1.0, &mut losses, dlogits)?;
+    Ok(losses)
 }

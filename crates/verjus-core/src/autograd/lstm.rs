@@ -15,10 +15,11 @@
 //! [`crate::grad::lstm_cell`]) into fresh tensors.
 
 use super::alloc;
+use super::checkpoint::ForwardFn;
 use super::node::{need, MultiBackwardFn};
 use super::var::Var;
 use crate::ops::{self, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs};
-use crate::{grad, Backend, Result, Shape, Tensor};
+use crate::{grad, Backend, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// The operands of an LSTM on the tape, as in [`ops::LstmArgs`]: `x`
@@ -68,18 +69,33 @@ struct Saved {
 }
 
 impl Saved {
-    fn of(v: &LstmVars<'_>) -> Saved {
-        let value = |v: Option<&Var>| v.map(Var::value);
-        Saved {
-            x: v.x.value(),
-            lengths: value(v.lengths),
-            h0: value(v.h0),
-            c0: value(v.c0),
-            w_ih: v.w_ih.value(),
-            w_hh: v.w_hh.value(),
-            b_ih: value(v.b_ih),
-            b_hh: value(v.b_hh),
+    /// The operands from the values of the present slots (in
+    /// [`LstmVars::slots`]' order, `present` saying which are there) and the
+    /// lengths.
+    fn from_slots(
+        values: &[Arc<Tensor>],
+        present: [bool; 7],
+        lengths: Option<Arc<Tensor>>,
+    ) -> Result<Saved> {
+        let mut values = values.iter().cloned();
+        let mut slots: [Option<Arc<Tensor>>; 7] = Default::default();
+        for (slot, here) in slots.iter_mut().zip(present) {
+            if here {
+                *slot = values.next();
+            }
         }
+        let [x, h0, c0, w_ih, w_hh, b_ih, b_hh] = slots;
+        let missing = || Error::Autograd("lstm: an operand value is missing".into());
+        Ok(Saved {
+            x: x.ok_or_else(missing)?,
+            lengths,
+            h0,
+            c0,
+            w_ih: w_ih.ok_or_else(missing)?,
+            w_hh: w_hh.ok_or_else(missing)?,
+            b_ih,
+            b_hh,
+        })
     }
 
     fn args(&self) -> LstmArgs<'_> {
@@ -153,6 +169,11 @@ fn inputs<'a>(v: &LstmVars<'a>) -> Vec<&'a Var> {
     v.slots().into_iter().flatten().collect()
 }
 
+/// Which slots are present.
+fn present(v: &LstmVars<'_>) -> [bool; 7] {
+    v.slots().map(|s| s.is_some())
+}
+
 impl Var {
     /// The LSTM over the padded, time-major sequences `x [T, B, F]` (see
     /// [`ops::lstm_sequence`]): `(y [T, B, H], h_n [B, H], c_n [B, H])`, where
@@ -161,36 +182,37 @@ impl Var {
     /// initial state, the weights and the biases from any of the three outputs.
     pub fn lstm_sequence(v: &LstmVars<'_>) -> Result<(Var, Var, Var)> {
         let op = "lstm_sequence";
-        let be = v.x.backend();
-        let saved = Saved::of(v);
-        let args = saved.args();
-        let plan = ops::lstm_plan(op, &**be, &args, false)?;
-        let mut y = alloc::zeros(&**be, &plan.output_shape())?;
-        let mut h_n = alloc::zeros(&**be, &plan.state_shape())?;
-        let mut c_n = alloc::zeros(&**be, &plan.state_shape())?;
-        let mut reserve =
-            alloc::zeros(&**be, &Shape::new([ops::lstm_reserve_len(&**be, &plan)?])?)?;
-        let out = LstmOutputs {
-            y: &mut y,
-            h_n: Some(&mut h_n),
-            c_n: &mut c_n,
-            reserve: &mut reserve,
-        };
-        ops::lstm_sequence(&**be, &args, out)?;
-        let y = Arc::new(y);
-        let saved_y = y.clone();
-        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
-            let dout = LstmOutputGrads {
-                dy: dys.first().and_then(Option::as_ref),
-                dh_n: dys.get(1).and_then(Option::as_ref),
-                dc_n: dys.get(2).and_then(Option::as_ref),
+        let (present, lengths) = (present(v), v.lengths.map(Var::value));
+        let forward: ForwardFn = Arc::new(move |be, xs| {
+            let saved = Saved::from_slots(xs, present, lengths.clone())?;
+            let args = saved.args();
+            let plan = ops::lstm_plan(op, be, &args, false)?;
+            let mut y = alloc::zeros(be, &plan.output_shape())?;
+            let mut h_n = alloc::zeros(be, &plan.state_shape())?;
+            let mut c_n = alloc::zeros(be, &plan.state_shape())?;
+            let mut reserve = alloc::zeros(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
+            let out = LstmOutputs {
+                y: &mut y,
+                h_n: Some(&mut h_n),
+                c_n: &mut c_n,
+                reserve: &mut reserve,
             };
-            saved.backward(be, needs, |args, grads| {
-                grad::lstm_sequence(be, args, &saved_y, &reserve, &dout, grads)
-            })
+            ops::lstm_sequence(be, &args, out)?;
+            let y = Arc::new(y);
+            let saved_y = y.clone();
+            let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+                let dout = LstmOutputGrads {
+                    dy: dys.first().and_then(Option::as_ref),
+                    dh_n: dys.get(1).and_then(Option::as_ref),
+                    dc_n: dys.get(2).and_then(Option::as_ref),
+                };
+                saved.backward(be, needs, |args, grads| {
+                    grad::lstm_sequence(be, args, &saved_y, &reserve, &dout, grads)
+                })
+            });
+            Ok((vec![y, Arc::new(h_n), Arc::new(c_n)], backward))
         });
-        let values = [y, Arc::new(h_n), Arc::new(c_n)];
-        let [y, h_n, c_n] = Var::from_op_many(op, values, be, &inputs(v), backward);
+        let [y, h_n, c_n] = Var::record_many(op, v.x.backend(), &inputs(v), forward)?;
         Ok((y, h_n, c_n))
     }
 
@@ -198,34 +220,36 @@ impl Var {
     /// [`ops::lstm_cell`]; no lengths): the new state `(h, c)`, each `[B, H]`.
     pub fn lstm_cell(v: &LstmVars<'_>) -> Result<(Var, Var)> {
         let op = "lstm_cell";
-        let be = v.x.backend();
-        let saved = Saved::of(v);
-        let args = saved.args();
-        let plan = ops::lstm_plan(op, &**be, &args, true)?;
-        let mut h = alloc::zeros(&**be, &plan.state_shape())?;
-        let mut c = alloc::zeros(&**be, &plan.state_shape())?;
-        let mut reserve =
-            alloc::zeros(&**be, &Shape::new([ops::lstm_reserve_len(&**be, &plan)?])?)?;
-        let out = LstmOutputs {
-            y: &mut h,
-            h_n: None,
-            c_n: &mut c,
-            reserve: &mut reserve,
-        };
-        ops::lstm_cell(&**be, &args, out)?;
-        let h = Arc::new(h);
-        let saved_h = h.clone();
-        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
-            let dout = LstmOutputGrads {
-                dy: dys.first().and_then(Option::as_ref),
-                dh_n: None,
-                dc_n: dys.get(1).and_then(Option::as_ref),
+        let (present, lengths) = (present(v), v.lengths.map(Var::value));
+        let forward: ForwardFn = Arc::new(move |be, xs| {
+            let saved = Saved::from_slots(xs, present, lengths.clone())?;
+            let args = saved.args();
+            let plan = ops::lstm_plan(op, be, &args, true)?;
+            let mut h = alloc::zeros(be, &plan.state_shape())?;
+            let mut c = alloc::zeros(be, &plan.state_shape())?;
+            let mut reserve = alloc::zeros(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
+            let out = LstmOutputs {
+                y: &mut h,
+                h_n: None,
+                c_n: &mut c,
+                reserve: &mut reserve,
             };
-            saved.backward(be, needs, |args, grads| {
-                grad::lstm_cell(be, args, &saved_h, &reserve, &dout, grads)
-            })
+            ops::lstm_cell(be, &args, out)?;
+            let h = Arc::new(h);
+            let saved_h = h.clone();
+            let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+                let dout = LstmOutputGrads {
+                    dy: dys.first().and_then(Option::as_ref),
+                    dh_n: None,
+                    dc_n: dys.get(1).and_then(Option::as_ref),
+                };
+                saved.backward(be, needs, |args, grads| {
+                    grad::lstm_cell(be, args, &saved_h, &reserve, &dout, grads)
+                })
+            });
+            Ok((vec![h, Arc::new(c)], backward))
         });
-        let [h, c] = Var::from_op_many(op, [h, Arc::new(c)], be, &inputs(v), backward);
+        let [h, c] = Var::record_many(op, v.x.backend(), &inputs(v), forward)?;
         Ok((h, c))
     }
 }

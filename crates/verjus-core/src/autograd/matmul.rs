@@ -19,28 +19,23 @@ impl Var {
     /// `op(self) @ op(other)`, where `op` transposes the last two axes when
     /// the flag is set (without moving memory).
     pub fn matmul_t(&self, other: &Var, trans_a: bool, trans_b: bool) -> Result<Var> {
-        let be = self.backend();
-        let (a, b) = (self.value(), other.value());
-        let spec = GemmSpec::new(trans_a, trans_b);
-        let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
-        let mut c = alloc::zeros(&**be, &plan.output_shape(a.shape(), b.shape())?)?;
-        ops::gemm(&**be, &a, &b, &mut c, spec)?;
-        let backward: BackwardFn = Box::new(move |be, g, needs| {
-            let da = need(needs, 0)
-                .then(|| operand_grad(be, Operand::A, &a, &b, &g, spec))
-                .transpose()?;
-            let db = need(needs, 1)
-                .then(|| operand_grad(be, Operand::B, &b, &a, &g, spec))
-                .transpose()?;
-            Ok(vec![da, db])
-        });
-        Ok(Var::from_op(
-            "matmul",
-            Arc::new(c),
-            be,
-            &[self, other],
-            backward,
-        ))
+        Var::record("matmul", self.backend(), &[self, other], move |be, xs| {
+            let (a, b) = (xs[0].clone(), xs[1].clone());
+            let spec = GemmSpec::new(trans_a, trans_b);
+            let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
+            let mut c = alloc::zeros(be, &plan.output_shape(a.shape(), b.shape())?)?;
+            ops::gemm(be, &a, &b, &mut c, spec)?;
+            let backward: BackwardFn = Box::new(move |be, g, needs| {
+                let da = need(needs, 0)
+                    .then(|| operand_grad(be, Operand::A, &a, &b, &g, spec))
+                    .transpose()?;
+                let db = need(needs, 1)
+                    .then(|| operand_grad(be, Operand::B, &b, &a, &g, spec))
+                    .transpose()?;
+                Ok(vec![da, db])
+            });
+            Ok((Arc::new(c), backward))
+        })
     }
 }
 

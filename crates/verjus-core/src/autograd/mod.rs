@@ -30,17 +30,21 @@
 //! # Files
 //!
 //! - `var.rs`: the [`Var`] handle, its value and gradient slot;
-//! - `node.rs`: graph nodes and how an op records itself;
+//! - `node.rs`: graph nodes;
+//! - `record.rs`: how an op records itself (directly, or as a replay);
+//! - `checkpoint.rs`: gradient checkpoint scopes (values recomputed in
+//!   backward instead of kept; the design is described there);
 //! - `engine.rs`: the backward pass ([`Var::backward`], [`grad`]);
 //! - `grad_mode.rs`: [`no_grad`] and friends;
 //! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
 //! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
-//!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `index.rs`, `loss.rs`,
+//!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `random.rs`, `index.rs`, `loss.rs`,
 //!   `shape_ops.rs`, `select.rs`, `lstm.rs` (an op with several outputs on
 //!   one node).
 
 mod alloc;
 mod arith;
+mod checkpoint;
 mod conv;
 mod dropout;
 mod engine;
@@ -51,6 +55,8 @@ mod lstm;
 mod matmul;
 mod node;
 mod pool;
+mod random;
+mod record;
 mod reduce;
 mod select;
 mod shape_ops;
@@ -61,6 +67,7 @@ mod var;
 #[cfg(test)]
 mod tests;
 
+pub use checkpoint::{checkpoint_scope, in_checkpoint_scope, CheckpointScope};
 pub use engine::{grad, grad_with};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 pub use lstm::LstmVars;

@@ -13,7 +13,7 @@
 
 use super::grad_mode::is_grad_enabled;
 use super::var::Var;
-use crate::{Backend, BackendRef, Error, Result, Shape, Tensor};
+use crate::{Backend, BackendRef, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// Computes the inputs' gradients from the output's gradient `dy`: one entry
@@ -97,28 +97,6 @@ pub(crate) fn recording(inputs: &[&Var]) -> bool {
 }
 
 impl Var {
-    /// Wraps an op's output. When [`recording`], the result requires a gradient
-    /// and owns a node with `backward`; otherwise `backward` (and what it saved)
-    /// is dropped and the result is a constant.
-    pub(crate) fn from_op(
-        name: &'static str,
-        value: Arc<Tensor>,
-        backend: &BackendRef,
-        inputs: &[&Var],
-        backward: BackwardFn,
-    ) -> Var {
-        let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
-            let Some(Some(dy)) = dys.into_iter().next() else {
-                return Err(Error::Autograd(format!(
-                    "{name}: backward called without the output's gradient"
-                )));
-            };
-            backward(be, dy, needs)
-        });
-        let [output] = Var::from_op_many(name, [value], backend, inputs, backward);
-        output
-    }
-
     /// Wraps the outputs of an op with several outputs and one backward
     /// ([`MultiBackwardFn`]): when [`recording`], they share one node and each
     /// output `Var` is its index in it; otherwise they are constants.

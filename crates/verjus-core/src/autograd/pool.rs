@@ -11,22 +11,23 @@ use std::sync::Arc;
 impl Var {
     /// Max or average pooling of `[n, c, h, w]`.
     pub fn pool2d(&self, kind: PoolKind, params: Pool2dParams) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let plan = Pool2dPlan::new(kind, x.shape(), params)?;
-        let mut y = alloc::zeros(&**be, &plan.output_shape()?)?;
-        ops::pool2d(&**be, kind, &x, params, &mut y)?;
-        let y = Arc::new(y);
-        let saved_y = y.clone();
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let mut dx = alloc::zeros(be, x.shape())?;
-            grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
         let name = match kind {
             PoolKind::Max => "max_pool2d",
             PoolKind::Avg => "avg_pool2d",
         };
-        Ok(Var::from_op(name, y, be, &[self], backward))
+        Var::record(name, self.backend(), &[self], move |be, xs| {
+            let x = xs[0].clone();
+            let plan = Pool2dPlan::new(kind, x.shape(), params)?;
+            let mut y = alloc::zeros(be, &plan.output_shape()?)?;
+            ops::pool2d(be, kind, &x, params, &mut y)?;
+            let y = Arc::new(y);
+            let saved_y = y.clone();
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let mut dx = alloc::zeros(be, x.shape())?;
+                grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            Ok((y, backward))
+        })
     }
 }

@@ -45,24 +45,26 @@ impl Var {
 
     /// `op` over `axes`; `keepdims` keeps them as size 1.
     pub fn reduce(&self, op: ReduceOp, axes: &[usize], keepdims: bool) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let plan = ReducePlan::new(op, x.shape(), axes)?;
-        let shape = if keepdims {
-            plan.keepdims.clone()
-        } else {
-            plan.squeezed()
-        };
-        let mut y = alloc::zeros(&**be, &shape)?;
-        ops::reduce(&**be, op, &x, axes, &mut y)?;
-        let y = Arc::new(y);
-        let saved_y = y.clone();
         let axes = axes.to_vec();
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let mut dx = alloc::zeros(be, x.shape())?;
-            grad::reduce(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
-        Ok(Var::from_op(op.name(), y, be, &[self], backward))
+        Var::record(op.name(), self.backend(), &[self], move |be, xs| {
+            let x = xs[0].clone();
+            let plan = ReducePlan::new(op, x.shape(), &axes)?;
+            let shape = if keepdims {
+                plan.keepdims.clone()
+            } else {
+                plan.squeezed()
+            };
+            let mut y = alloc::zeros(be, &shape)?;
+            ops::reduce(be, op, &x, &axes, &mut y)?;
+            let y = Arc::new(y);
+            let saved_y = y.clone();
+            let axes = axes.clone();
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let mut dx = alloc::zeros(be, x.shape())?;
+                grad::reduce(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            Ok((y, backward))
+        })
     }
 }

@@ -1,11 +1,13 @@
 //! Ops that move elements without computing: `reshape`, `permute`, `concat`, `split`.
 
 use super::alloc;
+use super::checkpoint::in_checkpoint_scope;
 use super::node::{need, BackwardFn};
+use super::record::one_output;
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, ConcatPlan, PermutePlan};
-use crate::{Error, Result, Shape, Tensor};
+use crate::{Backend, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -13,32 +15,36 @@ impl Var {
     /// forward copies once, since a tensor owns its storage and the input's
     /// value is shared; the backward reshapes the gradient in place.
     pub fn reshape(&self, dims: impl Into<Vec<usize>>) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let shape = x.shape().reshape("reshape", dims)?;
-        let y = alloc::copy_as(&**be, &x, &shape)?;
-        let x_dims = x.dims().to_vec();
-        // The gradient is `grad::reshape`'s copy back; owning `dy`, the
-        // backward relabels it instead.
-        let backward: BackwardFn =
-            Box::new(move |_, dy, _| Ok(vec![Some(dy.reshape(x_dims.clone())?)]));
-        Ok(Var::from_op("reshape", Arc::new(y), be, &[self], backward))
+        let dims = dims.into();
+        Var::record("reshape", self.backend(), &[self], move |be, xs| {
+            let x = &xs[0];
+            let shape = x.shape().reshape("reshape", dims.clone())?;
+            let y = alloc::copy_as(be, x, &shape)?;
+            let x_dims = x.dims().to_vec();
+            // The gradient is `grad::reshape`'s copy back; owning `dy`, the
+            // backward relabels it instead.
+            let backward: BackwardFn =
+                Box::new(move |_, dy, _| Ok(vec![Some(dy.reshape(x_dims.clone())?)]));
+            Ok((Arc::new(y), backward))
+        })
     }
 
     /// Reorders the axes: output axis `i` is input axis `perm[i]`.
     pub fn permute(&self, perm: &[usize]) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let plan = PermutePlan::new(x.shape(), perm)?;
-        let mut y = ops::zeros(&**be, &plan.output, x.dtype())?;
-        ops::permute(&**be, &x, perm, &mut y)?;
-        let (perm, x_shape) = (perm.to_vec(), plan.input);
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let mut dx = alloc::zeros(be, &x_shape)?;
-            grad::permute(be, &dy, &perm, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
-        Ok(Var::from_op("permute", Arc::new(y), be, &[self], backward))
+        let perm = perm.to_vec();
+        Var::record("permute", self.backend(), &[self], move |be, xs| {
+            let x = &xs[0];
+            let plan = PermutePlan::new(x.shape(), &perm)?;
+            let mut y = ops::zeros(be, &plan.output, x.dtype())?;
+            ops::permute(be, x, &perm, &mut y)?;
+            let (perm, x_shape) = (perm.clone(), plan.input);
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let mut dx = alloc::zeros(be, &x_shape)?;
+                grad::permute(be, &dy, &perm, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            Ok((Arc::new(y), backward))
+        })
     }
 
     /// Joins `parts` along `axis` (they agree on every other axis).
@@ -46,29 +52,29 @@ impl Var {
         let first = parts
             .first()
             .ok_or_else(|| Error::invalid("concat", "needs at least one part"))?;
-        let be = first.backend();
-        let values: Vec<Arc<Tensor>> = parts.iter().map(Var::value).collect();
-        let tensors: Vec<&Tensor> = values.iter().map(|v| &**v).collect();
-        let shapes: Vec<&Shape> = tensors.iter().map(|t| t.shape()).collect();
-        let plan = ConcatPlan::new("concat", &shapes, axis)?;
-        let mut y = alloc::zeros(&**be, &plan.whole)?;
-        ops::concat(&**be, &tensors, axis, &mut y)?;
-        let part_shapes: Vec<Shape> = shapes.into_iter().cloned().collect();
-        let backward: BackwardFn = Box::new(move |be, dy, needs| {
-            let mut grads = part_shapes
-                .iter()
-                .map(|s| alloc::zeros(be, s))
-                .collect::<Result<Vec<_>>>()?;
-            let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
-            grad::concat(be, &dy, axis, &mut outs)?;
-            Ok(grads
-                .into_iter()
-                .enumerate()
-                .map(|(i, g)| need(needs, i).then_some(g))
-                .collect())
-        });
         let inputs: Vec<&Var> = parts.iter().collect();
-        Ok(Var::from_op("concat", Arc::new(y), be, &inputs, backward))
+        Var::record("concat", first.backend(), &inputs, move |be, xs| {
+            let tensors: Vec<&Tensor> = xs.iter().map(|v| &**v).collect();
+            let shapes: Vec<&Shape> = tensors.iter().map(|t| t.shape()).collect();
+            let plan = ConcatPlan::new("concat", &shapes, axis)?;
+            let mut y = alloc::zeros(be, &plan.whole)?;
+            ops::concat(be, &tensors, axis, &mut y)?;
+            let part_shapes: Vec<Shape> = shapes.into_iter().cloned().collect();
+            let backward: BackwardFn = Box::new(move |be, dy, needs| {
+                let mut grads = part_shapes
+                    .iter()
+                    .map(|s| alloc::zeros(be, s))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
+                grad::concat(be, &dy, axis, &mut outs)?;
+                Ok(grads
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, g)| need(needs, i).then_some(g))
+                    .collect())
+            });
+            Ok((Arc::new(y), backward))
+        })
     }
 
     /// Splits along `axis` into parts of the given sizes (adding up to the
@@ -76,44 +82,81 @@ impl Var {
     /// part's gradient into zeros of the whole shape; the parts' gradients
     /// then add up like those of any value used several times.
     pub fn split(&self, axis: usize, sizes: &[usize]) -> Result<Vec<Var>> {
-        let be = self.backend();
-        let x = self.value();
-        x.shape().dim("split", axis)?;
-        let shapes = sizes
-            .iter()
-            .map(|&s| {
-                let mut dims = x.dims().to_vec();
-                dims[axis] = s;
-                Shape::new(dims)
+        let sizes: Arc<[usize]> = sizes.into();
+        if !in_checkpoint_scope() && self.replay().is_none() {
+            let parts = split_parts(&**self.backend(), &self.value(), axis, &sizes)?;
+            return Ok(parts
+                .into_iter()
+                .map(|(part, backward)| {
+                    let backward = one_output("split", backward);
+                    let [part] = Var::from_op_many(
+                        "split",
+                        [Arc::new(part)],
+                        self.backend(),
+                        &[self],
+                        backward,
+                    );
+                    part
+                })
+                .collect());
+        }
+        // Recorded for recomputation: each part's forward makes the parts again
+        // and keeps its own.
+        (0..sizes.len())
+            .map(|i| {
+                let sizes = sizes.clone();
+                Var::record("split", self.backend(), &[self], move |be, xs| {
+                    let (part, backward) = split_parts(be, &xs[0], axis, &sizes)?.swap_remove(i);
+                    Ok((Arc::new(part), backward))
+                })
             })
-            .collect::<Result<Vec<_>>>()?;
-        let mut parts = shapes
-            .iter()
-            .map(|s| alloc::zeros(&**be, s))
-            .collect::<Result<Vec<_>>>()?;
-        let mut outs: Vec<&mut Tensor> = parts.iter_mut().collect();
-        ops::split(&**be, &x, axis, &mut outs)?;
-        let shapes = Arc::new(shapes);
-        let x_shape = x.shape().clone();
-        Ok(parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, part)| {
-                let (shapes, x_shape) = (shapes.clone(), x_shape.clone());
-                let backward: BackwardFn = Box::new(move |be, dy, _| {
-                    let others = shapes
-                        .iter()
-                        .enumerate()
-                        .map(|(j, s)| (j != i).then(|| alloc::zeros(be, s)).transpose())
-                        .collect::<Result<Vec<_>>>()?;
-                    let pieces: Vec<&Tensor> =
-                        others.iter().map(|o| o.as_ref().unwrap_or(&dy)).collect();
-                    let mut dx = alloc::zeros(be, &x_shape)?;
-                    grad::split(be, &pieces, axis, &mut dx)?;
-                    Ok(vec![Some(dx)])
-                });
-                Var::from_op("split", Arc::new(part), be, &[self], backward)
-            })
-            .collect())
+            .collect()
     }
+}
+
+/// The parts of `x` split along `axis`, each with its backward (which places
+/// the part's gradient into zeros of the whole shape).
+fn split_parts(
+    be: &dyn Backend,
+    x: &Tensor,
+    axis: usize,
+    sizes: &[usize],
+) -> Result<Vec<(Tensor, BackwardFn)>> {
+    x.shape().dim("split", axis)?;
+    let shapes = sizes
+        .iter()
+        .map(|&s| {
+            let mut dims = x.dims().to_vec();
+            dims[axis] = s;
+            Shape::new(dims)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut parts = shapes
+        .iter()
+        .map(|s| alloc::zeros(be, s))
+        .collect::<Result<Vec<_>>>()?;
+    let mut outs: Vec<&mut Tensor> = parts.iter_mut().collect();
+    ops::split(be, x, axis, &mut outs)?;
+    let shapes = Arc::new(shapes);
+    let x_shape = x.shape().clone();
+    Ok(parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let (shapes, x_shape) = (shapes.clone(), x_shape.clone());
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let others = shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(j, s)| (j != i).then(|| alloc::zeros(be, s)).transpose())
+                    .collect::<Result<Vec<_>>>()?;
+                let pieces: Vec<&Tensor> =
+                    others.iter().map(|o| o.as_ref().unwrap_or(&dy)).collect();
+                let mut dx = alloc::zeros(be, &x_shape)?;
+                grad::split(be, &pieces, axis, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            (part, backward)
+        })
+        .collect())
 }

@@ -19,19 +19,19 @@ impl Var {
     }
 
     fn softmax_impl(&self, axis: usize, log: bool) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let mut y = alloc::zeros(&**be, x.shape())?;
-        ops::softmax(&**be, &x, axis, log, &mut y)?;
-        let y = Arc::new(y);
-        // The gradient needs only the output.
-        let saved_y = y.clone();
-        let backward: BackwardFn = Box::new(move |be, dy, _| {
-            let mut dx = alloc::zeros(be, dy.shape())?;
-            grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
-            Ok(vec![Some(dx)])
-        });
         let name = if log { "log_softmax" } else { "softmax" };
-        Ok(Var::from_op(name, y, be, &[self], backward))
+        Var::record(name, self.backend(), &[self], move |be, xs| {
+            let mut y = alloc::zeros(be, xs[0].shape())?;
+            ops::softmax(be, &xs[0], axis, log, &mut y)?;
+            let y = Arc::new(y);
+            // The gradient needs only the output.
+            let saved_y = y.clone();
+            let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let mut dx = alloc::zeros(be, dy.shape())?;
+                grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            Ok((y, backward))
+        })
     }
 }

@@ -50,18 +50,15 @@ fn host(t: &Tensor) -> Vec<f32> {
 /// A recorded op that passes its input through (value and gradient).
 fn identity(name: &'static str, inputs: &[&Var]) -> Var {
     let n = inputs.len();
-    let backward: BackwardFn = Box::new(move |_, dy, _| {
-        let mut grads = vec![Some(dy)];
-        grads.resize_with(n, || None);
-        Ok(grads)
-    });
-    Var::from_op(
-        name,
-        inputs[0].value(),
-        inputs[0].backend(),
-        inputs,
-        backward,
-    )
+    Var::record(name, inputs[0].backend(), inputs, move |_, xs| {
+        let backward: BackwardFn = Box::new(move |_, dy, _| {
+            let mut grads = vec![Some(dy)];
+            grads.resize_with(n, || None);
+            Ok(grads)
+        });
+        Ok((xs[0].clone(), backward))
+    })
+    .unwrap()
 }
 
 #[test]

@@ -87,29 +87,30 @@ impl Var {
 
     /// `op(x)` elementwise.
     pub fn unary(&self, op: UnaryOp) -> Result<Var> {
-        let be = self.backend();
-        let x = self.value();
-        let mut y = alloc::zeros(&**be, x.shape())?;
-        ops::unary(&**be, op, &x, &mut y)?;
-        let y = Arc::new(y);
-        // Only what the gradient reads is saved; an identity gradient is `dy`
-        // itself, handed on without a copy.
-        let backward: BackwardFn = match op.gradient_form() {
-            UnaryGrad::Identity => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
-            UnaryGrad::Linear => Box::new(move |be, dy, _| {
-                let mut dx = alloc::zeros(be, dy.shape())?;
-                grad::unary(be, op, None, &dy, &mut dx)?;
-                Ok(vec![Some(dx)])
-            }),
-            UnaryGrad::Pointwise => {
-                let y = y.clone();
-                Box::new(move |be, dy, _| {
-                    let mut dx = alloc::zeros(be, x.shape())?;
-                    grad::unary(be, op, Some((&x, &y)), &dy, &mut dx)?;
+        Var::record(op.name(), self.backend(), &[self], move |be, xs| {
+            let x = xs[0].clone();
+            let mut y = alloc::zeros(be, x.shape())?;
+            ops::unary(be, op, &x, &mut y)?;
+            let y = Arc::new(y);
+            // Only what the gradient reads is saved; an identity gradient is `dy`
+            // itself, handed on without a copy.
+            let backward: BackwardFn = match op.gradient_form() {
+                UnaryGrad::Identity => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
+                UnaryGrad::Linear => Box::new(move |be, dy, _| {
+                    let mut dx = alloc::zeros(be, dy.shape())?;
+                    grad::unary(be, op, None, &dy, &mut dx)?;
                     Ok(vec![Some(dx)])
-                })
-            }
-        };
-        Ok(Var::from_op(op.name(), y, be, &[self], backward))
+                }),
+                UnaryGrad::Pointwise => {
+                    let y = y.clone();
+                    Box::new(move |be, dy, _| {
+                        let mut dx = alloc::zeros(be, x.shape())?;
+                        grad::unary(be, op, Some((&x, &y)), &dy, &mut dx)?;
+                        Ok(vec![Some(dx)])
+                    })
+                }
+            };
+            Ok((y, backward))
+        })
     }
 }

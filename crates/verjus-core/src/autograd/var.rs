@@ -1,6 +1,7 @@
 //! [`Var`]: a tensor value that remembers how it was computed.
 
 use super::alloc;
+use super::checkpoint::Replay;
 use super::node::Node;
 use crate::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -24,6 +25,8 @@ struct VarInner {
     grad_fn: Option<(Arc<Node>, usize)>,
     /// Accumulated gradient (leaves that require one; always empty otherwise).
     grad: Mutex<Option<Arc<Tensor>>>,
+    /// For a value made in a gradient checkpoint scope: how to make it again.
+    replay: Option<(Arc<Replay>, usize)>,
 }
 
 impl Var {
@@ -68,7 +71,25 @@ impl Var {
             requires_grad,
             grad_fn,
             grad: Mutex::new(None),
+            replay: None,
         }))
+    }
+
+    /// This freshly made value, marked as output `output` of `replay`.
+    pub(crate) fn with_replay(self, replay: Arc<Replay>, output: usize) -> Var {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.replay = Some((replay, output));
+                Var(Arc::new(inner))
+            }
+            Err(shared) => Var(shared),
+        }
+    }
+
+    /// The replay that makes this value again, for a value made in a
+    /// gradient checkpoint scope.
+    pub(crate) fn replay(&self) -> Option<(&Arc<Replay>, usize)> {
+        self.0.replay.as_ref().map(|(r, i)| (r, *i))
     }
 
     /// The current value (shared, not copied).
@@ -190,6 +211,11 @@ impl Var {
     }
 
     fn check_assignable(&self, op: &str) -> Result<()> {
+        if self.replay().is_some() {
+            return Err(Error::Autograd(format!(
+                "{op}: this value was made in a gradient checkpoint scope and is recomputed in backward; it cannot be assigned"
+            )));
+        }
         match self.op_name() {
             Some(name) => Err(Error::Autograd(format!(
                 "{op}: this value is the output of {name}; only leaves and constants can be assigned"

@@ -1,0 +1,120 @@
+//! What a gradient checkpoint scope saves, measured with the host memory
+//! counters. One test in its own binary: the counters are process-wide, so
+//! no other test may allocate while it measures.
+
+use verjus_core::autograd::{checkpoint_scope, LstmVars, Var};
+use verjus_core::ops::Distribution;
+use verjus_core::{host_memory_stats, reset_host_peak, BackendRef, Result, Tensor};
+
+fn be() -> BackendRef {
+    verjus_native::backend()
+}
+
+fn leaf(dims: &[usize], value: f32) -> Var {
+    let n = dims.iter().product();
+    Var::leaf(
+        Tensor::from_vec(dims.to_vec(), vec![value; n]).unwrap(),
+        be(),
+    )
+    .unwrap()
+}
+
+/// Bytes held after the forward (graph alive, handles to derived weights
+/// dropped), and the peak over forward and backward, both relative to
+/// before; `f` builds the loss.
+fn measure(f: impl FnOnce() -> Result<Var>) -> (usize, usize) {
+    let before = host_memory_stats().current;
+    reset_host_peak();
+    let loss = f().unwrap();
+    let kept = host_memory_stats().current - before;
+    loss.backward().unwrap();
+    let peak = host_memory_stats().peak - before;
+    (kept, peak)
+}
+
+fn noisy_linear(x: &Var, w: &Var, scoped: bool) -> Result<Var> {
+    let w = {
+        let _scope = scoped.then(checkpoint_scope);
+        let noise = Var::random(
+            &w.shape(),
+            Distribution::Normal {
+                mean: 0.0,
+                std: 0.1,
+            },
+            1,
+            0,
+            w.backend(),
+        )?;
+        w.add(&noise)?
+    };
+    x.matmul(&w)?.sum_all()
+}
+
+fn dropout_lstm(x: &Var, w_ih: &Var, w_hh: &Var, mode: Option<bool>, steps: u64) -> Result<Var> {
+    let (mut h, mut c): (Option<Var>, Option<Var>) = (None, None);
+    let mut total: Option<Var> = None;
+    for step in 0..steps {
+        let w = match mode {
+            None => w_hh.clone(),
+            Some(scoped) => {
+                let _scope = scoped.then(checkpoint_scope);
+                w_hh.dropout(0.3, 2, 1000 * step)?
+            }
+        };
+        let vars = LstmVars {
+            x,
+            lengths: None,
+            h0: h.as_ref(),
+            c0: c.as_ref(),
+            w_ih,
+            w_hh: &w,
+            b_ih: None,
+            b_hh: None,
+        };
+        let (h1, c1) = Var::lstm_cell(&vars)?;
+        let s = h1.sum_all()?;
+        total = Some(match total {
+            Some(t) => t.add(&s)?,
+            None => s,
+        });
+        (h, c) = (Some(h1), Some(c1));
+    }
+    Ok(total.expect("steps ran"))
+}
+
+#[test]
+fn a_checkpoint_scope_keeps_no_derived_weight() {
+    // (a) A Linear with weight noise: the noisy weight is what the matmul
+    // would keep; in a scope nothing of the weight's size is kept.
+    let (x, w) = (leaf(&[2, 256], 0.5), leaf(&[256, 256], 0.01));
+    let weight = 256 * 256 * 4;
+    let plain = measure(|| x.matmul(&w)?.sum_all());
+    x.zero_grad();
+    w.zero_grad();
+    let unscoped = measure(|| noisy_linear(&x, &w, false));
+    x.zero_grad();
+    w.zero_grad();
+    let scoped = measure(|| noisy_linear(&x, &w, true));
+    assert!(unscoped.0 >= plain.0 + weight, "{unscoped:?} vs {plain:?}");
+    assert!(scoped.0 < plain.0 + weight / 8, "{scoped:?} vs {plain:?}");
+
+    // (b) Weight dropout on an LSTM's recurrent weight over 100 steps: without
+    // the scope each step keeps its dropped-out weight; with it none does,
+    // and the peak stays within a few weights of the plain LSTM's.
+    let (hidden, steps) = (64, 100);
+    let (x, w_ih, w_hh) = (
+        leaf(&[1, 8], 0.1),
+        leaf(&[4 * hidden, 8], 0.01),
+        leaf(&[4 * hidden, hidden], 0.01),
+    );
+    let weight = 4 * hidden * hidden * 4;
+    let plain = measure(|| dropout_lstm(&x, &w_ih, &w_hh, None, steps));
+    let unscoped = measure(|| dropout_lstm(&x, &w_ih, &w_hh, Some(false), steps));
+    let scoped = measure(|| dropout_lstm(&x, &w_ih, &w_hh, Some(true), steps));
+    assert!(
+        unscoped.0 >= plain.0 + steps as usize * weight,
+        "{unscoped:?} vs {plain:?}"
+    );
+    assert!(scoped.0 < plain.0 + weight, "{scoped:?} vs {plain:?}");
+    assert!(scoped.1 < plain.1 + 4 * weight, "{scoped:?} vs {plain:?}");
+}
