@@ -28,6 +28,7 @@ mod dataset;
 mod device;
 mod error;
 mod linalg;
+mod memory;
 mod network;
 mod rf;
 mod runner;
@@ -132,5 +133,6 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<trainer::Trainer>()?;
     m.add_class::<runner::Runner>()?;
     rf::register(m)?;
+    memory::register(m)?;
     Ok(())
 }

@@ -9,8 +9,8 @@ use crate::binary::combine;
 use crate::{fmt_dims, Dim, RfDType, RfTensor};
 use std::sync::atomic::{AtomicU64, Ordering};
 use verjus_core::autograd::Var;
-use verjus_core::ops::{self, BinaryOp, Distribution};
-use verjus_core::{rng, BackendRef, DType, Error, Result, Shape};
+use verjus_core::ops::{BinaryOp, Distribution};
+use verjus_core::{rng, BackendRef, Error, Result, Shape};
 
 static SEED: AtomicU64 = AtomicU64::new(0);
 static OFFSET: AtomicU64 = AtomicU64::new(0);
@@ -40,11 +40,12 @@ fn sizes_of(op: &str, dims: &[Dim]) -> Result<Shape> {
 
 fn draw(op: &str, dims: &[Dim], dist: Distribution, backend: &BackendRef) -> Result<RfTensor> {
     let shape = sizes_of(op, dims)?;
-    let mut t = ops::zeros(&**backend, &shape, DType::F32)?;
     let (seed, offset) = take(shape.numel());
-    ops::random(&**backend, &mut t, dist, seed, offset)?;
+    // A recorded draw: in a gradient checkpoint scope it is drawn again in
+    // backward instead of kept.
+    let t = Var::random(&shape, dist, seed, offset, backend)?;
     RfTensor::new(
-        Var::constant(t, backend.clone())?,
+        t,
         dims.to_vec(),
         RfDType::Float32,
     )
