@@ -13,11 +13,14 @@ every computation runs in Rust with the GIL released.
 - ``verjus.data``: Fashion-MNIST as numpy arrays;
 - ``verjus.cuda``: ``is_available``, ``device_count``, GPU memory counters
   (train on a GPU with ``Trainer(..., device="cuda")``);
+- ``verjus.memory_stats(device)``, ``verjus.reset_peak_memory_stats(device)``:
+  current and peak bytes on the CPU or a GPU (``verjus.memory``);
 - the ``verjus`` command (``verjus.cli``): ``train``, ``info``, ``predict``.
 """
 
 from verjus import cuda, data, nn, optim
 from verjus._verjus import __version__, devices, gemm
+from verjus.memory import memory_stats, reset_peak_memory_stats
 from verjus.network import Network
 from verjus.runner import Runner
 from verjus.trainer import Callback, History, Metrics, Trainer
@@ -34,6 +37,8 @@ __all__ = [
     "data",
     "devices",
     "gemm",
+    "memory_stats",
     "nn",
     "optim",
+    "reset_peak_memory_stats",
 ]

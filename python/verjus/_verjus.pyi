@@ -1390,3 +1390,24 @@ def rf_pool(
     """
 
 rf_exports: dict[str, Any]
+
+def host_memory_stats() -> tuple[int, int]:
+    """The bytes owned by host (CPU) tensors.
+
+    :return: ``(current, peak)``: held now, and the most since the last reset
+    :rtype: tuple[int, int]
+    """
+
+def reset_host_peak_memory() -> None:
+    """Starts a new high-water mark of the host bytes at the current use."""
+
+class CheckpointScopeGuard:
+    """A gradient checkpoint scope of the tape, entered by ``enter`` and left by
+    ``exit`` on the same thread: values made by ops in it are recomputed in
+    backward (same random numbers) instead of kept.
+    """
+    def __init__(self) -> None: ...
+    def enter(self) -> None:
+        """Enters the scope (once)."""
+    def exit(self) -> None:
+        """Leaves the scope (nothing if it was not entered)."""

@@ -47,7 +47,14 @@ Written in Python, on top of them:
   first, with schedules and clipping; they skip parameters with
   ``trainable=False``);
 - ``RunCtx``, ``get_run_ctx``, ``init_train_step_run_ctx``,
-  ``init_forward_step_run_ctx`` (``verjus.rf.run_ctx``).
+  ``init_forward_step_run_ctx`` (``verjus.rf.run_ctx``; ``get_run_ctx().
+  train_flag_ctx(flag)`` sets the flag for a block);
+- ``register_parametrization``, ``remove_parametrization``,
+  ``is_parametrized`` (``verjus.rf.parametrize``); ``weight_dropout``,
+  ``weight_noise`` (training only, in a checkpoint scope: nothing weight-sized
+  kept), ``weight_norm`` (``verjus.rf.parametrizations``);
+  ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
+  are recomputed in backward, same random numbers).
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
@@ -77,9 +84,19 @@ from verjus.rf.conv import (
     pool1d,
     pool2d,
 )
+from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
 from verjus.rf.loop import scan, while_loop
 from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
+from verjus.rf.parametrizations import (
+    WeightDropout,
+    WeightNoise,
+    WeightNorm,
+    weight_dropout,
+    weight_noise,
+    weight_norm,
+)
+from verjus.rf.parametrize import is_parametrized, register_parametrization, remove_parametrization
 from verjus.rf.rec import LSTM, LstmState, State
 from verjus.rf.run_ctx import (
     RunCtx,
@@ -138,6 +155,20 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += list(_verjus.rf_exports)
+# Parametrizations and gradient checkpointing (verjus.rf.parametrize,
+# verjus.rf.parametrizations, verjus.rf.gradient_checkpoint).
+__all__ += [
+    "WeightDropout",
+    "WeightNoise",
+    "WeightNorm",
+    "gradient_checkpoint_scope",
+    "is_parametrized",
+    "register_parametrization",
+    "remove_parametrization",
+    "weight_dropout",
+    "weight_noise",
+    "weight_norm",
+]
 
 # numpy dtype kinds -> RF dtypes (other integer types become int64).
 _STORAGE = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.float32}
