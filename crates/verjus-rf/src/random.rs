@@ -44,11 +44,7 @@ fn draw(op: &str, dims: &[Dim], dist: Distribution, backend: &BackendRef) -> Res
     // A recorded draw: in a gradient checkpoint scope it is drawn again in
     // backward instead of kept.
     let t = Var::random(&shape, dist, seed, offset, backend)?;
-    RfTensor::new(
-        t,
-        dims.to_vec(),
-        RfDType::Float32,
-    )
+    RfTensor::new(t, dims.to_vec(), RfDType::Float32)
 }
 
 /// Uniform values in `[minval, maxval)` over `dims` (of known sizes).

@@ -60,7 +60,8 @@ impl Var {
         })?;
         let in_scope = in_checkpoint_scope();
         let reads_replayed = inputs.iter().any(|v| v.replay().is_some());
-        if !in_scope && !(reads_replayed && recording(inputs)) {
+        let replays = in_scope || (reads_replayed && recording(inputs));
+        if !replays {
             return Ok(Var::from_op_many(name, outputs, backend, inputs, backward));
         }
         drop(backward);
