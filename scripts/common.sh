@@ -58,3 +58,21 @@ setup_venv() {
     export PYO3_PYTHON="$VIRTUAL_ENV/bin/python"
     export PATH="$VIRTUAL_ENV/bin:$PATH"
 }
+
+# Makes sure the fortunes texts (verjus.data.fortunes, the char-LM examples) are there:
+# a folder named by VERJUS_FORTUNES must exist; otherwise Debian's `fortunes` package is
+# installed into /usr/share/games/fortunes with apt-get as root, or a message says what to run.
+ensure_fortunes() {
+    if [[ -n ${VERJUS_FORTUNES:-} ]]; then
+        [[ -d $VERJUS_FORTUNES ]] || die "VERJUS_FORTUNES=$VERJUS_FORTUNES is not a folder of fortune files."
+        return 0
+    fi
+    [[ -f /usr/share/games/fortunes/fortunes ]] && return 0
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update
+        apt-get install -y --no-install-recommends fortunes
+    else
+        die "the fortunes texts are missing: run 'sudo apt-get install fortunes' (or set VERJUS_FORTUNES to a folder of fortune files)."
+    fi
+}

@@ -1411,3 +1411,157 @@ class CheckpointScopeGuard:
         """Enters the scope (once)."""
     def exit(self) -> None:
         """Leaves the scope (nothing if it was not entered)."""
+
+class CharVocab:
+    """A character vocabulary: ``<pad>`` (id 0, the filler past a text's end),
+    ``<eot>`` (id 1, end of text and the start symbol of a text), then the
+    characters as ids 2, 3, ... in code-point order, so the same texts always
+    give the same ids. Saved as JSON next to a trained network so that sampling
+    decodes the same way.
+
+    Make one with ``CharVocab.build(texts)`` or ``CharVocab.load(path)``.
+    """
+    @property
+    def chars(self) -> str:
+        """The characters in id order (ids 2, 3, ...).
+
+        :rtype: str
+        """
+    @property
+    def eot_id(self) -> int:
+        """The id of ``<eot>`` (end of text, and the first input of every text).
+
+        :rtype: int
+        """
+    @property
+    def pad_id(self) -> int:
+        """The id of ``<pad>``.
+
+        :rtype: int
+        """
+    @property
+    def size(self) -> int:
+        """The number of ids: 2 special symbols and the characters.
+
+        :rtype: int
+        """
+    @staticmethod
+    def build(texts: list[str]) -> CharVocab:
+        """The vocabulary of the characters in ``texts``.
+
+        :param list[str] texts: the texts
+        :rtype: CharVocab
+        """
+    @staticmethod
+    def load(path: str) -> CharVocab:
+        """Reads a vocabulary written by ``save``; a missing or malformed file is
+        an ``OSError`` naming it.
+
+        :param str path: the JSON file (or an ``os.PathLike``)
+        :rtype: CharVocab
+        """
+    def save(self, path: str) -> None:
+        """Writes the vocabulary to ``path`` as JSON, atomically (readers see the
+        old file or the new one, never a mix).
+
+        :param str path: the JSON file (or an ``os.PathLike``)
+        """
+    def encode(self, text: str, index: int = 0) -> npt.NDArray[np.int32]:
+        """The ids of the characters of ``text`` (no ``<eot>``), int32. A
+        character outside the vocabulary is a ``ValueError`` naming it, its
+        position and ``index``.
+
+        :param str text: the text
+        :param int index: the text's place in the caller's list, for the error
+        :rtype: npt.NDArray[np.int32]
+        """
+    def decode(self, ids: Sequence[int] | npt.NDArray[np.integer]) -> str:
+        """The text of ``ids``; ``<pad>`` and ``<eot>`` are left out. An id outside
+        the vocabulary is a ``ValueError`` naming it and its position.
+
+        :param Sequence[int] | npt.NDArray[np.integer] ids: the ids
+        :rtype: str
+        """
+
+class TextBatcher:
+    """Padded batches of texts for a character language model, by similar length.
+
+    A batch is ``(inputs, targets, lengths)``: ``inputs [B, T]`` int32 =
+    ``<eot>`` then the characters; ``targets [B, T]`` = the characters then
+    ``<eot>``; both padded with ``<pad>`` past ``lengths [B]`` (int32, a text's
+    characters + 1). Each epoch shuffles the texts by seed and epoch, sorts
+    pools of ``pool`` batches by length, cuts them into batches and shuffles
+    the batches: little padding, and new batches every epoch. Without a seed
+    the texts are sorted by length. The texts are encoded when it is made (an
+    unknown character is a ``ValueError`` naming the text's index).
+
+    :param list[str] texts: the texts
+    :param CharVocab vocab: their vocabulary
+    :param int batch_size: texts per batch (the last may hold fewer)
+    :param int pool: batches per pool sorted by length
+    """
+    def __init__(
+        self, texts: list[str], vocab: CharVocab, batch_size: int = 32, pool: int = 100
+    ) -> None: ...
+    @property
+    def batch_size(self) -> int:
+        """Texts per batch.
+
+        :rtype: int
+        """
+    @property
+    def num_batches(self) -> int:
+        """The number of batches of an epoch.
+
+        :rtype: int
+        """
+    @property
+    def num_texts(self) -> int:
+        """The number of texts.
+
+        :rtype: int
+        """
+    @property
+    def tokens(self) -> int:
+        """The real frames (tokens) of an epoch: every text's characters + 1.
+
+        :rtype: int
+        """
+    def plan(self, seed: int | None = None, epoch: int = 0) -> list[list[int]]:
+        """The texts (indices into ``texts``) of each batch of epoch ``epoch``, in
+        batch order: shuffled from ``seed`` and ``epoch``, or with ``seed=None``
+        sorted by length.
+
+        :param int | None seed: the shuffling seed
+        :param int epoch: the epoch
+        :rtype: list[list[int]]
+        """
+    def batch(
+        self, rows: list[int]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The padded batch of the texts ``rows``.
+
+        :param list[int] rows: indices into ``texts``
+        :return: ``(inputs, targets, lengths)``
+        :rtype: tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int32]]
+        """
+
+def fortunes(
+    path: str | None = None, max_len: int | None = None, val_every: int | None = None
+) -> tuple[list[str], list[str], CharVocab]:
+    """The texts of Debian's ``fortunes`` package, split for a character model,
+    and their vocabulary.
+
+    The folder is ``path``, else ``$VERJUS_FORTUNES``, else
+    ``/usr/share/games/fortunes``; every regular file in it except ``*.dat``,
+    ``*.u8``, symbolic links and subfolders, in name order, split on lines
+    holding only ``%``. A missing folder is an ``OSError`` saying to
+    ``apt-get install fortunes``; a file that is empty, unreadable or not
+    UTF-8 an ``OSError`` naming it (and the byte offset).
+
+    :param str | None path: the folder of the fortune files (or an ``os.PathLike``)
+    :param int | None max_len: texts over this many characters are left out
+    :param int | None val_every: texts 0, n, 2n, ... (of those kept) validate
+    :return: ``(train, validation, vocab)``, the vocabulary of both parts
+    :rtype: tuple[list[str], list[str], CharVocab]
+    """

@@ -13,6 +13,7 @@
 //! - `device.rs`: device names, and host transfers around a computation;
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
 //! - `data.rs`: Fashion-MNIST from disk; `linalg.rs`: `gemm`;
+//! - `text_data.rs`: `CharVocab`, `TextBatcher` and the fortunes texts;
 //! - `rf/`: the RF frontend's `Dim`, `Tensor` and `rf_*` ops (re-exported by
 //!   `verjus.rf`).
 //!
@@ -33,6 +34,7 @@ mod network;
 mod rf;
 mod runner;
 mod shared;
+mod text_data;
 mod trainer;
 
 use pyo3::prelude::*;
@@ -134,5 +136,6 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runner::Runner>()?;
     rf::register(m)?;
     memory::register(m)?;
+    text_data::register(m)?;
     Ok(())
 }
