@@ -18,9 +18,11 @@ from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_full_like as _full_like
 from verjus._verjus import rf_range_over_dim as _range_over_dim
+from verjus._verjus import rf_sequence_mask as _sequence_mask
+from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
 
-__all__ = ["TensorArray"]
+__all__ = ["TensorArray", "masked_stack"]
 
 
 def _dims_text(dims: tuple[Dim, ...] | list[Dim]) -> str:
@@ -137,3 +139,14 @@ class TensorArray:
         one = Dim(1, name="tensor_array_entry")
         stacked, entry_dim = _concat(*[(_expand_dim(y, one), one) for y in self._entries])
         return gather(stacked, indices=_range_over_dim(axis), axis=entry_dim)
+
+
+def masked_stack(array: TensorArray, axis: Dim) -> Tensor:
+    """``array`` stacked over ``axis``, 0 (of the entries' dtype) past each
+    sequence's length of a dynamic ``axis``: what ``scan`` and ``Loop.stack``
+    return."""
+    stacked = array.stack(axis=axis)
+    if axis.dyn_size_ext is None or not len(array):
+        return stacked
+    zero = _full(dims=[], fill_value=0.0, dtype=stacked.dtype)
+    return _where(_sequence_mask(axis), stacked, zero, allow_broadcast_all_sources=True)

@@ -42,10 +42,9 @@ from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_full_like as _full_like
-from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
-from verjus.rf.tensor_array import TensorArray
+from verjus.rf.tensor_array import TensorArray, masked_stack
 
 __all__ = ["Loop", "LoopOutput", "stepping_loops"]
 
@@ -94,22 +93,20 @@ class LoopOutput:
     def _finish(self, axis: Dim) -> None:
         frames = self._frames[: axis.size]
         template = self._frames[0]
-        stacked = TensorArray(template, _entries=frames).stack(axis=axis)
+        array = TensorArray(template, _entries=frames)
         lengths = axis.dyn_size_ext
         if self.kind == "stack":
-            if lengths is not None and frames:
-                stacked = _where(
-                    _sequence_mask(axis), stacked, 0.0, allow_broadcast_all_sources=True
-                )
-            self._value = stacked
+            self._value = masked_stack(array, axis)
         elif not frames:
             self._value = _full_like(template, 0.0)
         elif lengths is None:
             self._value = frames[-1]
         else:
+            stacked = array.stack(axis=axis)
             at_end = gather(stacked, indices=lengths - 1, axis=axis, clip_to_valid=True)
+            zero = _full(dims=[], fill_value=0.0, dtype=at_end.dtype)
             self._value = _where(
-                _compare(lengths, ">", 0), at_end, 0.0, allow_broadcast_all_sources=True
+                _compare(lengths, ">", 0), at_end, zero, allow_broadcast_all_sources=True
             )
 
 

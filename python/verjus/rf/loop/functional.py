@@ -22,10 +22,9 @@ from typing import Any
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_compare as _compare
-from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
-from verjus.rf.tensor_array import TensorArray
+from verjus.rf.tensor_array import TensorArray, masked_stack
 
 __all__ = ["scan", "while_loop"]
 
@@ -156,15 +155,7 @@ def _results(
     ``spatial_dim`` (frames past a sequence's length set to 0)."""
     if return_tensor_arrays:
         return _unflatten(ys, list(arrays))
-    return _unflatten(ys, [None if a is None else _stack(a, spatial_dim) for a in arrays])
-
-
-def _stack(array: TensorArray, spatial_dim: Dim) -> Tensor:
-    """``array`` stacked over ``spatial_dim``, 0 past each sequence's length."""
-    stacked = array.stack(axis=spatial_dim)
-    if spatial_dim.dyn_size_ext is None or not len(array):
-        return stacked
-    return _where(_sequence_mask(spatial_dim), stacked, 0.0, allow_broadcast_all_sources=True)
+    return _unflatten(ys, [None if a is None else masked_stack(a, spatial_dim) for a in arrays])
 
 
 def scan(

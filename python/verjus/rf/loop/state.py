@@ -103,5 +103,5 @@ class State:
         value at the step's start (0 if there was none)."""
         if mask is None:
             return
-        old = 0.0 if before is None else before
+        old = _full(dims=[], fill_value=0.0, dtype=self._value.dtype) if before is None else before
         self._value = _where(mask, self._value, old, allow_broadcast_all_sources=True)
