@@ -70,7 +70,7 @@ def cum_concat_step(
             f"cum_concat_step: axis {axis.name} is not a dim of prev_accum "
             f"{[d.name for d in prev_accum.dims]}"
         )
-    expected = {d for d in prev_accum.dims if d is not axis}
+    expected = {d for d in prev_accum.dims if d != axis}
     if set(source.dims) != expected:
         raise ValueError(
             f"cum_concat_step: source must have prev_accum's dims without {axis.name}: "

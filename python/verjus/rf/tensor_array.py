@@ -73,7 +73,7 @@ class TensorArray:
         if entries:
             template = entries[0]
         else:
-            others = [d for d in tensor.dims if d is not axis]
+            others = [d for d in tensor.dims if d != axis]
             template = _full(dims=others, fill_value=0.0, dtype=tensor.dtype)
         return cls(template, capacity=axis.size, _entries=entries)
 

@@ -292,14 +292,14 @@ class Loop:
                     f"Loop(axis=...) or unstack in the first step, before loop.end"
                 )
             self._axis = axis
-        elif axis is not self._axis and axis not in self._unstacked:
+        elif axis != self._axis and axis not in self._unstacked:
             _check_same_lengths(self._axis, axis)
             self._unstacked.add(axis)
         if i == 0:
             self._sources.append(source)
         if i >= axis.size:
             return _full(
-                dims=[d for d in source.dims if d is not axis], fill_value=0.0, dtype=source.dtype
+                dims=[d for d in source.dims if d != axis], fill_value=0.0, dtype=source.dtype
             )
         return gather(source, indices=self._step_index(), axis=axis)
 
