@@ -457,3 +457,47 @@ def test_loop_output_is_one_object_for_all_steps() -> None:
     assert isinstance(seen[0], LoopOutput)
     np.testing.assert_allclose(seen[0].get().numpy(), [1.0, 2.0, 3.0])
     assert rf.Loop is Loop
+
+
+def test_a_state_holding_an_lstm_state_over_the_unsized_batch_dim() -> None:
+    """The README's example: one State with an ``rf.LstmState`` from
+    ``default_initial_state`` (over ``[out]`` only: ``batch_dim`` has no size),
+    lengths {T, 0, 1}; equal to ``rf.LSTM`` over the sequence."""
+    in_dim, out_dim = rf.Dim(F, name="in"), rf.Dim(5, name="out")
+    lengths = rf.convert_to_tensor(np.array(LENS, np.int32), dims=[rf.batch_dim])
+    time = rf.Dim(lengths, name="time")
+    rf.set_random_seed(5)
+    lstm = rf.LSTM(in_dim, out_dim)
+    x = leaf(rng(7).standard_normal((3, T, F)).astype(np.float32), [rf.batch_dim, time, in_dim])
+    initial = lstm.default_initial_state(batch_dims=[rf.batch_dim])
+    fused, fused_state = lstm(x, state=initial, spatial_dim=time)
+    state = State(initial=initial)
+    with Loop() as loop:
+        for _ in loop:
+            y, new = lstm(loop.unstack(x), state=state.get(), spatial_dim=rf.single_step_dim)
+            state.assign(new)
+            ys = loop.stack(y)
+    assert isinstance(state.get(), rf.LstmState)
+    order = [rf.batch_dim, time, out_dim]
+    np.testing.assert_allclose(
+        ys.get().copy_transpose(order).numpy(), fused.copy_transpose(order).numpy(), **TOL
+    )
+    for name in ("h", "c"):
+        np.testing.assert_allclose(
+            state.get()[name].copy_transpose([rf.batch_dim, out_dim]).numpy(),
+            fused_state[name].copy_transpose([rf.batch_dim, out_dim]).numpy(),
+            **TOL,
+        )
+    loss_loop, loss_fused = (
+        total(ys.get()) + total(state.get().c),
+        total(fused) + total(fused_state.c),
+    )
+    for var in (x, lstm.rec_weight):
+        np.testing.assert_allclose(
+            rf.gradient(loss_loop, var).numpy(),
+            rf.gradient(loss_fused, var).numpy(),
+            rtol=1e-4,
+            atol=1e-5,
+        )
+    with pytest.raises(ValueError, match="State state: assign: at the top, expected a LstmState"):
+        State(initial=initial).assign(rf.convert_to_tensor(1.0))

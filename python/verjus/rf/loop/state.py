@@ -13,11 +13,13 @@ keep their value). This is not ``rf.State``, RETURNN's nested state container.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_where as _where
 from verjus.rf.loop.context import stepping_loops
+from verjus.rf.loop.functional import _assert_same_structure, _flatten, _unflatten
 
 __all__ = ["State"]
 
@@ -28,8 +30,9 @@ class State:
 
     :param dims: with a number (or None) as ``initial``: the initial value is
         that number (0) over ``dims``
-    :param initial: the initial value: a Tensor, a number, or None (then the
-        State must be assigned before it is read, unless ``dims`` is given)
+    :param initial: the initial value: a Tensor, a nested structure of Tensors
+        (e.g. an ``rf.LstmState``), a number, or None (then the State must be
+        assigned before it is read, unless ``dims`` is given)
     :param dtype: the dtype of a number ``initial`` (default float32)
     :param name: names the State in errors
     """
@@ -38,26 +41,27 @@ class State:
         self,
         dims: Sequence[Dim] | None = None,
         *,
-        initial: Tensor | float | None = None,
+        initial: Any = None,
         dtype: str | None = None,
         name: str = "state",
     ) -> None:
         self.name = name
-        if isinstance(initial, Tensor) or (initial is None and dims is None):
+        if _is_value(initial) or (initial is None and dims is None):
             self._value = initial
         elif isinstance(initial, (int, float)) or initial is None:
             fill = 0.0 if initial is None else float(initial)
             self._value = _full(dims=list(dims or ()), fill_value=fill, dtype=dtype)
         else:
             raise TypeError(
-                f"State {name}: initial must be a Tensor, a number or None, got "
+                f"State {name}: initial must be a Tensor (or a nested structure of them), a "
+                f"number or None, got "
                 f"{type(initial).__name__}"
             )
 
     def __repr__(self) -> str:
         return f"State({self.name}, {self._value!r})"
 
-    def get(self) -> Tensor:
+    def get(self) -> Any:
         """The current value: at a step's start, the value after the previous
         step (or the initial one); after ``assign`` in this step, the assigned
         one; after the loop, each entry's last value.
@@ -76,15 +80,21 @@ class State:
             )
         return self._value
 
-    def assign(self, value: Tensor) -> None:
+    def assign(self, value: Any) -> None:
         """Sets the value: in a loop body, for the rest of this step and the
         next steps (once per step; entries past their end keep the old value);
         outside any loop, right away.
 
-        :param value: the new value (a Tensor)
+        :param value: the new value: a Tensor, or a nested structure of them of
+            the same structure as the value before
         """
-        if not isinstance(value, Tensor):
-            raise TypeError(f"State {self.name}: assign a Tensor, got {type(value).__name__}")
+        if not _is_value(value):
+            raise TypeError(
+                f"State {self.name}: assign a Tensor (or a nested structure of them), got "
+                f"{type(value).__name__}"
+            )
+        if self._value is not None:
+            _assert_same_structure(f"State {self.name}: assign", self._value, value)
         loops = stepping_loops()
         if loops:
             inner = loops[-1]
@@ -98,10 +108,29 @@ class State:
                 loop._touch(self)
         self._value = value
 
-    def _commit(self, mask: Tensor | None, before: Tensor | None) -> None:
+    def _commit(self, mask: Tensor | None, before: Any) -> None:
         """At a step's end: the assigned value where ``mask`` holds, else the
-        value at the step's start (0 if there was none)."""
+        value at the step's start (0 if there was none), for each Tensor."""
         if mask is None:
             return
-        old = _full(dims=[], fill_value=0.0, dtype=self._value.dtype) if before is None else before
-        self._value = _where(mask, self._value, old, allow_broadcast_all_sources=True)
+        new = _flatten(self._value)
+        old = [None] * len(new) if before is None else _flatten(before)
+        merged = [
+            _where(mask, n, _zero(n) if o is None else o, allow_broadcast_all_sources=True)
+            if isinstance(n, Tensor)
+            else n
+            for n, o in zip(new, old, strict=True)
+        ]
+        self._value = _unflatten(self._value, merged)
+
+
+def _zero(like: Tensor) -> Tensor:
+    return _full(dims=[], fill_value=0.0, dtype=like.dtype)
+
+
+def _is_value(value: Any) -> bool:
+    """Whether ``value`` is a Tensor or a nested structure with Tensor leaves."""
+    leaves = _flatten(value)
+    return any(isinstance(leaf, Tensor) for leaf in leaves) and all(
+        isinstance(leaf, Tensor) or leaf is None for leaf in leaves
+    )
