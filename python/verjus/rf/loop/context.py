@@ -135,6 +135,7 @@ class Loop:
         self._step: int | None = None  # the step whose body runs now
         self._state = "new"  # new -> open -> iterating -> done
         self._index: Tensor | None = None
+        self._shortest: int | None = None  # the shortest length of a dynamic axis
         self._outputs: list[LoopOutput] = []
         self._calls = 0  # stack/last calls in this step
         self._unstacked: set[Dim] = set()  # dims checked against the axis
@@ -225,6 +226,10 @@ class Loop:
             return None
         lengths = self._axis.dyn_size_ext
         if lengths is not None:
+            if self._shortest is None:  # one host read per loop
+                self._shortest = int(lengths.numpy().min(initial=self._axis.size))
+            if i < self._shortest:  # every entry still runs: nothing to mask
+                return None
             return _compare(lengths, ">", self._step_index())
         return None if i < self._axis.size else _full(dims=[], fill_value=0.0, dtype="bool")
 

@@ -211,6 +211,11 @@ def scan(
         )
     del cond_dims  # the dims of cond's result, needed by graph backends only
     lengths = spatial_dim.dyn_size_ext
+    shortest = (
+        spatial_dim.size
+        if lengths is None
+        else int(lengths.numpy().min(initial=spatial_dim.size))  # one host read
+    )
     state = initial
     arrays = _new_arrays(ys)
     for i in range(spatial_dim.size):
@@ -222,7 +227,8 @@ def scan(
         y, new_state = body(x, state)
         arrays = _push_back(arrays, ys, y)
         _assert_same_structure("rf.scan: body's state", state, new_state)
-        mask = None if lengths is None else _compare(lengths, ">", i)
+        # No mask while every entry still runs (steps below the shortest length).
+        mask = None if i < shortest else _compare(lengths, ">", i)
         state = _mask_state(new_state, state, mask)
     return _results(ys, arrays, spatial_dim, return_tensor_arrays), state, spatial_dim
 
