@@ -88,13 +88,14 @@ class State:
         :param value: the new value: a Tensor, or a nested structure of them of
             the same structure as the value before
         """
-        if not _is_value(value):
-            raise TypeError(
-                f"State {self.name}: assign a Tensor (or a nested structure of them), got "
-                f"{type(value).__name__}"
-            )
-        if self._value is not None:
-            _assert_same_structure(f"State {self.name}: assign", self._value, value)
+        if not (isinstance(value, Tensor) and isinstance(self._value, Tensor)):
+            if not _is_value(value):  # (the structure checks: not for Tensor to Tensor)
+                raise TypeError(
+                    f"State {self.name}: assign a Tensor (or a nested structure of them), got "
+                    f"{type(value).__name__}"
+                )
+            if self._value is not None:
+                _assert_same_structure(f"State {self.name}: assign", self._value, value)
         loops = stepping_loops()
         if loops:
             inner = loops[-1]
