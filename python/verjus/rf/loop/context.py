@@ -338,7 +338,9 @@ class Loop:
         """Collects ``value`` (computed in this step) as the step's frame.
 
         :param value: a tensor computed in the loop body, the same dims in every
-            step
+            step; a value from outside the loop (an ``unstack`` source, or the
+            same tensor object in every step) is a ValueError (a loop of one
+            step cannot tell)
         :return: the ``LoopOutput`` whose ``get()`` gives, after the loop, the
             frames stacked over the loop's axis (0 past each entry's length)
         """
