@@ -32,7 +32,8 @@ def test_rf_overhead_quick_writes_the_whole_table(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     table = md.read_text()
-    for op in ["add", "add_permuted", "matmul", "reduce_sum", "softmax", "masked_mean"]:
+    ops = ["add", "add_permuted", "matmul", "reduce_sum", "softmax", "masked_mean"]
+    for op in [*ops, "step_body", "loop_step", "scan_step", "loop_overhead", "scan_overhead"]:
         assert f"| {op} |" in table, table
 
 

@@ -39,7 +39,14 @@ Written in Python, on top of them:
   training, its expectation at inference; stepped with ``scan``);
 - ``while_loop``, ``scan`` (``verjus.rf.loop``, RETURNN's signatures: over a
   ``spatial_dim`` per sequence length, or ended by ``cond`` with a new dynamic
-  dim; run eagerly on the tape, so gradients flow through every step);
+  dim; run eagerly on the tape, so gradients flow through every step;
+  ``return_tensor_arrays=True`` gives ``TensorArray`` s), ``TensorArray``
+  (``verjus.rf.tensor_array``), ``cum_concat_step`` (``verjus.rf.array_``);
+- ``Loop`` (= ``verjus.rf.loop.Loop``) and ``verjus.rf.loop.State``: loops
+  written inline, ``with rf.Loop() as loop: for _ in loop: ...``, with
+  ``unstack`` / ``stack`` / ``last`` / ``end`` and recurrent ``State`` objects
+  that modules called in the body ``get`` / ``assign`` themselves (see
+  ``verjus.rf.loop``);
 - ``rf.init``: ``Glorot``, ``He`` / ``HeNormal``, ``HeUniform``,
   ``VarianceScaling``, ``Normal`` (RETURNN's fan rules, values from the rf
   random stream);
@@ -72,7 +79,7 @@ import numpy as np
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf import init
-from verjus.rf.array_ import gather, split
+from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
     Conv1d,
@@ -85,7 +92,7 @@ from verjus.rf.conv import (
     pool2d,
 )
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
-from verjus.rf.loop import scan, while_loop
+from verjus.rf.loop import Loop, scan, while_loop
 from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.parametrizations import (
@@ -104,6 +111,7 @@ from verjus.rf.run_ctx import (
     init_forward_step_run_ctx,
     init_train_step_run_ctx,
 )
+from verjus.rf.tensor_array import TensorArray
 from verjus.rf.zoneout import ZoneoutLSTM
 
 # The native ops (and ``batch_dim``) under RETURNN's names: each binding of
@@ -122,6 +130,7 @@ __all__ = [
     "Functional",
     "LayerNorm",
     "Linear",
+    "Loop",
     "LstmState",
     "Module",
     "ModuleList",
@@ -131,9 +140,11 @@ __all__ = [
     "Sequential",
     "State",
     "Tensor",
+    "TensorArray",
     "ZoneoutLSTM",
     "conv",
     "convert_to_tensor",
+    "cum_concat_step",
     "dropout",
     "gather",
     "get_run_ctx",

@@ -1,4 +1,4 @@
-"""Loops after RETURNN's ``returnn.frontend.loop``: ``while_loop`` and ``scan``.
+"""RETURNN's functional loops (``returnn.frontend.loop``): ``while_loop`` and ``scan``.
 
 Both run eagerly in Python, each step's ops on the autograd tape, so gradients
 flow back through every step (backprop through time) with no extra machinery.
@@ -22,12 +22,9 @@ from typing import Any
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_compare as _compare
-from verjus._verjus import rf_concat as _concat
-from verjus._verjus import rf_expand_dim as _expand_dim
-from verjus._verjus import rf_range_over_dim as _range_over_dim
-from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
+from verjus.rf.tensor_array import TensorArray, masked_stack
 
 __all__ = ["scan", "while_loop"]
 
@@ -138,18 +135,27 @@ def _mask_state(new: Any, old: Any, mask: Tensor | None) -> Any:
     return _unflatten(new, merged)
 
 
-def _stack(frames: list[Tensor], template: Tensor, spatial_dim: Dim) -> Tensor:
-    """The ``frames`` stacked over ``spatial_dim`` (frames past a sequence's
-    length set to 0)."""
-    if not frames:
-        return _expand_dim(template * 0.0, spatial_dim)
-    one = Dim(1, name="scan_frame")
-    stacked, frame_dim = _concat(*[(_expand_dim(y, one), one) for y in frames])
-    index = _range_over_dim(spatial_dim)
-    stacked = gather(stacked, indices=index, axis=frame_dim)
-    if spatial_dim.dyn_size_ext is None:
-        return stacked
-    return _where(_sequence_mask(spatial_dim), stacked, 0.0, allow_broadcast_all_sources=True)
+def _new_arrays(ys: Any) -> list[TensorArray | None]:
+    """One empty ``TensorArray`` per leaf of ``ys`` (None for a None leaf)."""
+    return [None if y is None else TensorArray(y) for y in _flatten(ys)]
+
+
+def _push_back(arrays: list[TensorArray | None], ys: Any, y: Any) -> list[TensorArray | None]:
+    _assert_same_structure("rf.scan: body's y", ys, y)
+    return [
+        None if array is None else array.push_back(frame)
+        for array, frame in zip(arrays, _flatten(y), strict=True)
+    ]
+
+
+def _results(
+    ys: Any, arrays: list[TensorArray | None], spatial_dim: Dim, return_tensor_arrays: bool
+) -> Any:
+    """The ``ys`` structure of the arrays, or of them stacked over
+    ``spatial_dim`` (frames past a sequence's length set to 0)."""
+    if return_tensor_arrays:
+        return _unflatten(ys, list(arrays))
+    return _unflatten(ys, [None if a is None else masked_stack(a, spatial_dim) for a in arrays])
 
 
 def scan(
@@ -185,27 +191,33 @@ def scan(
     :param cond_before_body: True: ``while cond: body``; False: ``body`` first
         (each entry gets at least one frame)
     :param max_seq_len: with ``cond``: at most this many steps
-    :param return_tensor_arrays: True is not supported yet
+    :param return_tensor_arrays: True: each y as the ``rf.TensorArray`` of its
+        frames (not stacked, so not masked), as RETURNN
     :return: ``(ys, final_state, spatial_dim)``: each y stacked over
         ``spatial_dim`` (0 past each sequence's length), the state after each
         entry's last frame; with ``cond``, ``spatial_dim`` is a new dynamic
         Dim with each entry's number of steps (as RETURNN, the state of the
         step at which ``cond`` turned False is not kept)
     """
-    if return_tensor_arrays:
-        raise NotImplementedError("rf.scan: return_tensor_arrays=True is not supported yet")
     if spatial_dim is None:
         if cond is None or xs is not None:
             raise ValueError("rf.scan: without spatial_dim, give cond (and no xs)")
-        return _scan_until(cond, cond_before_body, initial, ys, body, max_seq_len)
+        return _scan_until(
+            cond, cond_before_body, initial, ys, body, max_seq_len, return_tensor_arrays
+        )
     if cond is not None or max_seq_len is not None:
         raise ValueError(
             f"rf.scan: spatial_dim {spatial_dim.name} is given, cond and max_seq_len must not be"
         )
     del cond_dims  # the dims of cond's result, needed by graph backends only
     lengths = spatial_dim.dyn_size_ext
+    shortest = (
+        spatial_dim.size
+        if lengths is None
+        else int(lengths.numpy().min(initial=spatial_dim.size))  # one host read
+    )
     state = initial
-    frames: list[list[Tensor | None]] = [[] for _ in _flatten(ys)]
+    arrays = _new_arrays(ys)
     for i in range(spatial_dim.size):
         x = (
             None
@@ -213,17 +225,12 @@ def scan(
             else _unflatten(xs, [gather(v, indices=i, axis=spatial_dim) for v in _flatten(xs)])
         )
         y, new_state = body(x, state)
-        _assert_same_structure("rf.scan: body's y", ys, y)
+        arrays = _push_back(arrays, ys, y)
         _assert_same_structure("rf.scan: body's state", state, new_state)
-        for acc, y_leaf in zip(frames, _flatten(y), strict=True):
-            acc.append(y_leaf)
-        mask = None if lengths is None else _compare(lengths, ">", i)
+        # No mask while every entry still runs (steps below the shortest length).
+        mask = None if i < shortest else _compare(lengths, ">", i)
         state = _mask_state(new_state, state, mask)
-    stacked = [
-        None if template is None else _stack(acc, template, spatial_dim)
-        for template, acc in zip(_flatten(ys), frames, strict=True)
-    ]
-    return _unflatten(ys, stacked), state, spatial_dim
+    return _results(ys, arrays, spatial_dim, return_tensor_arrays), state, spatial_dim
 
 
 def _logical_and(a: Tensor, b: Tensor) -> Tensor:
@@ -237,6 +244,7 @@ def _scan_until(
     ys: Any,
     body: Callable[[Any, Any], tuple[Any, Any]],
     max_seq_len: int | Tensor | None,
+    return_tensor_arrays: bool,
 ) -> tuple[Any, Any, Dim]:
     """``scan`` without ``spatial_dim``: RETURNN's loop over ``(i, seq_len,
     prev_cond, state, ys)``, eagerly."""
@@ -246,21 +254,15 @@ def _scan_until(
     running = first if cond_before_body else _compare(_cast(first, "int32") * 0, "==", 0)
     seq_len = _cast(running, "int32") * 0
     state = initial
-    frames: list[list[Tensor | None]] = [[] for _ in _flatten(ys)]
+    arrays = _new_arrays(ys)
     step = 0
     while bool(running.numpy().any()) and (max_seq_len is None or step < max_seq_len):
         seq_len = seq_len + _cast(running, "int32")
         y, new_state = body(None, state)
-        _assert_same_structure("rf.scan: body's y", ys, y)
+        arrays = _push_back(arrays, ys, y)
         _assert_same_structure("rf.scan: body's state", state, new_state)
-        for acc, y_leaf in zip(frames, _flatten(y), strict=True):
-            acc.append(y_leaf)
         running = _logical_and(cond(None, new_state), running)
         state = _mask_state(new_state, state, running)
         step += 1
     spatial_dim = Dim(seq_len, name="scan_dim")
-    stacked = [
-        None if template is None else _stack(acc, template, spatial_dim)
-        for template, acc in zip(_flatten(ys), frames, strict=True)
-    ]
-    return _unflatten(ys, stacked), state, spatial_dim
+    return _results(ys, arrays, spatial_dim, return_tensor_arrays), state, spatial_dim
