@@ -47,7 +47,8 @@ ATTRIBUTES = {
 }
 
 # Slot methods, "Class.__name__": the signature, then optionally "  # comment";
-# None leaves it out (Dim's comparisons are object's, by identity).
+# None leaves it out (Dim's comparisons are object's, by identity; Dim's
+# reflected -, // and / are PyO3's NotImplemented halves of its slots).
 SLOTS: dict[str, str | None] = {
     "Dataset.__len__": "(self) -> int",
     "Dim.__eq__": None,
@@ -56,6 +57,16 @@ SLOTS: dict[str, str | None] = {
     "Dim.__le__": None,
     "Dim.__gt__": None,
     "Dim.__ge__": None,
+    "Dim.__add__": "(self, other: Dim | int) -> Dim",
+    "Dim.__radd__": "(self, other: Dim | int) -> Dim",
+    "Dim.__sub__": "(self, n: int) -> Dim",
+    "Dim.__mul__": "(self, n: int) -> Dim",
+    "Dim.__rmul__": "(self, n: int) -> Dim",
+    "Dim.__floordiv__": "(self, n: int) -> Dim",
+    "Dim.__truediv__": "(self, n: int) -> Dim",
+    "Dim.__rsub__": None,
+    "Dim.__rfloordiv__": None,
+    "Dim.__rtruediv__": None,
     "Tensor.__add__": "(self, other: Tensor | float) -> Tensor",
     "Tensor.__radd__": "(self, other: Tensor | float) -> Tensor",
     "Tensor.__sub__": "(self, other: Tensor | float) -> Tensor",

@@ -483,10 +483,55 @@ class Dim:
 
         :rtype: int | None
         """
+    def __add__(self, other: Dim | int) -> Dim: ...
+    def __radd__(self, other: Dim | int) -> Dim: ...
+    def __sub__(self, n: int) -> Dim: ...
+    def __mul__(self, n: int) -> Dim: ...
+    def __rmul__(self, n: int) -> Dim: ...
+    def __floordiv__(self, n: int) -> Dim: ...
+    def __truediv__(self, n: int) -> Dim: ...
     def is_dynamic(self) -> bool:
         """Whether the dim has per-sequence lengths.
 
         :rtype: bool
+        """
+    def sub_right(self, n: int) -> Dim:
+        """``self - n``, the right end shortened (RETURNN's ``sub_right``).
+
+        :param int n: the amount
+        :rtype: Dim
+        """
+    def sub_left(self, n: int) -> Dim:
+        """``self - n``, the left end shortened (RETURNN's ``sub_left``).
+
+        :param int n: the amount
+        :rtype: Dim
+        """
+    def div_left(self, n: int) -> Dim:
+        """``self / n``, the size a multiple of ``n`` (e.g. the half of a feature dim).
+
+        :param int n: the divisor, >= 1
+        :rtype: Dim
+        """
+    def div_right(self, n: int) -> Dim:
+        """``self / n``, the size a multiple of ``n``.
+
+        :param int n: the divisor, >= 1
+        :rtype: Dim
+        """
+    def ceildiv_right(self, n: int) -> Dim:
+        """``ceil(self / n)``: each entry's length divided by ``n``, rounded up
+        (the out dim of a stride-``n`` conv with "same" padding).
+
+        :param int n: the divisor, >= 1
+        :rtype: Dim
+        """
+    def ceildiv_left(self, n: int) -> Dim:
+        """``ceil(self / n)``, the left form (another dim of the same size as
+        ``ceildiv_right``).
+
+        :param int n: the divisor, >= 1
+        :rtype: Dim
         """
 
 class Tensor:
@@ -878,6 +923,14 @@ def rf_tanh(x: Tensor) -> Tensor:
     :rtype: Tensor
     """
 
+def rf_silu(x: Tensor) -> Tensor:
+    """SiLU (swish): ``x * sigmoid(x)``; ``swish`` is the same function.
+
+    :param Tensor x: a float32 tensor
+    :return: the function of each entry, with ``x``'s dims
+    :rtype: Tensor
+    """
+
 def rf_exp(x: Tensor) -> Tensor:
     """``exp(x)``.
 
@@ -992,12 +1045,17 @@ def rf_sequence_mask(dims: Dim | Sequence[Dim]) -> Tensor:
     :rtype: Tensor
     """
 
-def rf_range_over_dim(dim: Dim) -> Tensor:
-    """``[0, 1, ..., size - 1]`` over ``[dim]``, on the default device.
+def rf_range_over_dim(dim: Dim, *, dtype: str | None = None, device: str | None = None) -> Tensor:
+    """``[0, 1, ..., size - 1]`` over ``[dim]``, on the default device (or
+    ``device``).
 
     :param Dim dim: a dim of known size (static, or the longest sequence of a
       dynamic dim)
-    :return: int32, ``sparse_dim`` = ``dim``
+    :param str | None dtype: ``"int32"`` (default, with ``sparse_dim`` =
+      ``dim``), ``"int64"`` or ``"float32"``
+    :param str | None device: ``"cpu"``, ``"cuda"``, ... (default: the default
+      device)
+    :return: the positions
     :rtype: Tensor
     """
 

@@ -14,12 +14,13 @@
 //! - unknown ([`batch_dim`], `Dim(None)`): set by the tensors that carry it,
 //!   which must then agree with each other; never masked.
 
+use crate::dim_math::DimMath;
 use crate::mask;
 use crate::RfTensor;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use verjus_core::{Error, Result};
 
 /// The name of an axis. See the module docs.
@@ -32,6 +33,12 @@ struct DimInner {
     size: Size,
     /// The sequence mask of a dynamic dim, made on first use.
     mask: OnceLock<RfTensor>,
+    /// Dims derived from this one by dim arithmetic (`dim + 1`, ...), so
+    /// that the same formula gives the same dim (`dim_math.rs`). Weak: a
+    /// derived dim nobody holds cannot be compared with, and goes.
+    derived: Mutex<Vec<(DimMath, Weak<DimInner>)>>,
+    /// The dim and formula this one was derived from by dim arithmetic.
+    origin: OnceLock<(Dim, DimMath)>,
 }
 
 enum Size {
@@ -52,6 +59,8 @@ impl Dim {
             name: name.to_owned(),
             size,
             mask: OnceLock::new(),
+            derived: Mutex::new(Vec::new()),
+            origin: OnceLock::new(),
         }))
     }
 
@@ -145,6 +154,45 @@ impl Dim {
         }
         let m = mask::lengths_mask(self, lengths, *max)?;
         Ok(Some(self.0.mask.get_or_init(|| m).clone()))
+    }
+}
+
+impl Dim {
+    /// The dim `key` derives from this one: the one made before while it is
+    /// still held, else `make()`, remembered with this dim as its origin.
+    pub(crate) fn derive_cached(
+        &self,
+        key: DimMath,
+        make: impl FnOnce() -> Result<Dim>,
+    ) -> Result<Dim> {
+        let cached = {
+            let mut derived = self
+                .0
+                .derived
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            derived.retain(|(_, d)| d.strong_count() > 0);
+            derived
+                .iter()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, d)| d.upgrade())
+        };
+        if let Some(inner) = cached {
+            return Ok(Dim(inner));
+        }
+        let dim = make()?;
+        let _ = dim.0.origin.set((self.clone(), key.clone()));
+        self.0
+            .derived
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((key, Arc::downgrade(&dim.0)));
+        Ok(dim)
+    }
+
+    /// The dim and formula this one was derived from by dim arithmetic.
+    pub(crate) fn origin(&self) -> Option<&(Dim, DimMath)> {
+        self.0.origin.get()
     }
 }
 

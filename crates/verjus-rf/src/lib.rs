@@ -23,6 +23,10 @@
 //!   (only when the order differs);
 //! - `binary.rs`: [`combine`] / [`compare`] (union of dims in order of
 //!   appearance, the broadcast-all-sources check) and [`where_`];
+//! - `dim_math.rs`: dim arithmetic ([`Dim::add`], [`Dim::mul`],
+//!   [`Dim::ceildiv`], ...; RETURNN's `dim + 1`, `2 * dim`,
+//!   `dim.ceildiv_right(2)`), each entry's length derived, the same formula
+//!   on the same dim giving the same dim;
 //! - `mask.rs`: [`sequence_mask`], [`range_over_dim`], masking by lengths;
 //! - `matmul.rs`: [`matmul`] (common dims, then a-only, then b-only);
 //! - `optim.rs`: [`Optimizer`] (the static graph's solvers: SGD, Adam/AdamW,
@@ -61,6 +65,7 @@ mod concat;
 mod conv;
 mod derive;
 mod dim;
+mod dim_math;
 mod dtype;
 mod index;
 mod loss;
@@ -83,6 +88,7 @@ pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
 pub use concat::{concat, pad};
 pub use conv::{conv, ConvArgs};
 pub use dim::{batch_dim, fmt_dims, single_step_dim, Dim};
+pub use dim_math::DimMath;
 pub use dtype::RfDType;
 pub use index::{gather, one_hot};
 pub use loss::{cross_entropy, EstimatedType};

@@ -80,7 +80,7 @@ pub fn reduce(
     };
     let y = plain(&x, core, axis)?;
     if mode == ReduceMode::Mean && dynamic {
-        return divide_by_count(&y, axis);
+        return divide_by_count(&x, &y, axis);
     }
     Ok(y)
 }
@@ -126,26 +126,42 @@ fn full(like: &Var, shape: &Shape, value: f32) -> Result<Var> {
 }
 
 /// `sum / count`, `count` the number of valid entries per output element:
-/// the product of the lengths of the dynamic dims and the sizes of the
-/// others, at least 1 (a zero-length sequence's mean is 0, not NaN).
-fn divide_by_count(sum: &RfTensor, axis: &[Dim]) -> Result<RfTensor> {
+/// the product of the lengths of the dynamic dims, summed over the lengths'
+/// own dims where those are reduced too (the batch, when reducing over
+/// `[batch, time]`), times the sizes in `x` of the other reduced dims; at
+/// least 1 (a zero-length sequence's mean is 0, not NaN).
+fn divide_by_count(x: &RfTensor, sum: &RfTensor, axis: &[Dim]) -> Result<RfTensor> {
     let mut count: Option<RfTensor> = None;
-    let mut fixed = 1.0f64;
-    for d in axis {
-        match d.lengths() {
-            Some(l) => {
-                count = Some(match count {
-                    None => l.clone(),
-                    Some(c) => combine(&c, BinaryOp::Mul, l, true)?,
-                })
-            }
-            None => fixed *= d.size().unwrap_or(1) as f64,
-        }
+    for l in axis.iter().filter_map(Dim::lengths) {
+        count = Some(match count {
+            None => l.clone(),
+            Some(c) => combine(&c, BinaryOp::Mul, l, true)?,
+        })
     }
     let Some(count) = count else {
         return Err(Error::invalid("reduce_mean", "no dynamic dim to divide by"));
     };
-    let mut c = crate::binary::float_var(count.var().clone(), count.dtype())?;
+    let c = crate::binary::float_var(count.var().clone(), count.dtype())?;
+    let count = RfTensor::from_parts(c, count.dims().to_vec(), RfDType::Float32);
+    let summed: Vec<Dim> = count
+        .dims()
+        .iter()
+        .filter(|d| axis.contains(d))
+        .cloned()
+        .collect();
+    let count = if summed.is_empty() {
+        count
+    } else {
+        plain(&count, ReduceOp::Sum, &summed)?
+    };
+    let sizes = x.sizes();
+    let mut fixed = 1.0f64;
+    for d in axis {
+        if d.lengths().is_none() && !summed.contains(d) {
+            fixed *= sizes[x.axis("reduce_mean", d)?] as f64;
+        }
+    }
+    let mut c = count.var().clone();
     if fixed != 1.0 {
         c = c.scale(fixed as f32)?;
     }

@@ -25,7 +25,14 @@ Written in Python, on top of them:
 - ``conv`` (1-D/2-D, strides, dilation, groups), ``pool`` / ``max_pool`` /
   ``max_pool1d`` / ``pool1d`` / ``pool2d`` with RETURNN's int-or-sequence
   arguments (``verjus.rf.conv``);
-- ``Module``, ``Functional``, ``Linear``, ``Embedding``, ``LayerNorm``
+- ``LayerNorm``, ``RMSNorm``, ``BatchNorm`` (masked statistics, running
+  statistics), ``Normalize``, ``layer_norm``, ``rms_norm``, ``moments``,
+  ``normalize`` (``verjus.rf.normalization``); ``Dropout``
+  (``verjus.rf.dropout``); ``gating``, ``glu``, ``swish``
+  (``verjus.rf.gating``); ``scaled_gradient`` (``verjus.rf.gradient``);
+  ``sinusoidal_positional_encoding``, ``relative_positional_encoding``
+  (``verjus.rf.positional_encoding``);
+- ``Module``, ``Functional``, ``Linear``, ``Embedding``
   (``verjus.rf.module``; ``named_parameters``, ``parameters``,
   ``named_modules``, ``modules``, ``children``, ``apply`` as in RETURNN);
   ``Parameter(dims, initial=..., trainable=...)`` with ``assign``
@@ -91,9 +98,22 @@ from verjus.rf.conv import (
     pool1d,
     pool2d,
 )
+from verjus.rf.dropout import Dropout
+from verjus.rf.gating import gating, glu, swish
+from verjus.rf.gradient import scaled_gradient
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
 from verjus.rf.loop import Loop, scan, while_loop
-from verjus.rf.module import Embedding, Functional, LayerNorm, Linear, Module, Parameter
+from verjus.rf.module import Embedding, Functional, Linear, Module, Parameter
+from verjus.rf.normalization import (
+    BatchNorm,
+    LayerNorm,
+    Normalize,
+    RMSNorm,
+    layer_norm,
+    moments,
+    normalize,
+    rms_norm,
+)
 from verjus.rf.optim import SGD, Adam, AdamW
 from verjus.rf.parametrizations import (
     WeightDropout,
@@ -104,6 +124,10 @@ from verjus.rf.parametrizations import (
     weight_norm,
 )
 from verjus.rf.parametrize import is_parametrized, register_parametrization, remove_parametrization
+from verjus.rf.positional_encoding import (
+    relative_positional_encoding,
+    sinusoidal_positional_encoding,
+)
 from verjus.rf.rec import LSTM, LstmState, State
 from verjus.rf.run_ctx import (
     RunCtx,
@@ -123,9 +147,11 @@ __all__ = [
     "SGD",
     "Adam",
     "AdamW",
+    "BatchNorm",
     "Conv1d",
     "Conv2d",
     "Dim",
+    "Dropout",
     "Embedding",
     "Functional",
     "LayerNorm",
@@ -134,8 +160,10 @@ __all__ = [
     "LstmState",
     "Module",
     "ModuleList",
+    "Normalize",
     "Parameter",
     "ParameterList",
+    "RMSNorm",
     "RunCtx",
     "Sequential",
     "State",
@@ -147,20 +175,30 @@ __all__ = [
     "cum_concat_step",
     "dropout",
     "gather",
+    "gating",
     "get_run_ctx",
+    "glu",
     "init",
     "init_forward_step_run_ctx",
     "init_train_step_run_ctx",
+    "layer_norm",
     "max_pool",
     "max_pool1d",
+    "moments",
+    "normalize",
     "ones",
     "ones_like",
     "pool",
     "pool1d",
     "pool2d",
+    "relative_positional_encoding",
+    "rms_norm",
+    "scaled_gradient",
     "scan",
     "sequential",
+    "sinusoidal_positional_encoding",
     "split",
+    "swish",
     "while_loop",
     "zeros",
     "zeros_like",

@@ -1,11 +1,12 @@
-"""``rf.Module``, ``rf.Functional``, ``rf.Linear``, ``rf.Embedding``, ``rf.LayerNorm``.
+"""``rf.Module``, ``rf.Functional``, ``rf.Linear``, ``rf.Embedding``.
 
 Models are plain Python objects, as in RETURNN's frontend and PyTorch: a
 ``Module`` finds its parameters (``rf.Parameter``, see ``parameter.py``) and
 sub-modules among its attributes; there is no registration step. The default
 initializations are RETURNN's: ``Linear`` and ``Embedding`` weights
 ``rf.init.Glorot()`` (drawn from the rf random stream, so ``rf.set_random_seed``
-makes them reproducible), biases 0, the ``LayerNorm`` scale 1.
+makes them reproducible), biases 0. ``LayerNorm`` and the other normalisations
+are in ``normalization.py``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from typing import Any, TypeVar
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_matmul as _matmul
-from verjus._verjus import rf_reduce_mean as _reduce_mean
-from verjus._verjus import rf_rsqrt as _rsqrt
 from verjus.rf import init
 from verjus.rf.parameter import Parameter
 
-__all__ = ["Embedding", "Functional", "LayerNorm", "Linear", "Module", "Parameter"]
+__all__ = ["Embedding", "Functional", "Linear", "Module", "Parameter"]
 
 M = TypeVar("M", bound="Module")
 
@@ -202,19 +201,3 @@ class Embedding(Module):
                 f"expected in_dim {self.in_dim.name}"
             )
         return _gather(self.weight, indices=source, axis=self.in_dim)
-
-
-class LayerNorm(Module):
-    """Normalises over ``in_dim`` to mean 0 and variance 1, then scales and shifts
-    (``scale`` starts at 1, ``bias`` at 0)."""
-
-    def __init__(self, in_dim: Dim, *, eps: float = 1e-6):
-        self.in_dim, self.eps = in_dim, eps
-        self.scale = Parameter([in_dim], initial=1.0)
-        self.bias = Parameter([in_dim], initial=0.0)
-
-    def __call__(self, x: Tensor) -> Tensor:
-        """``x`` normalised over ``in_dim``, scaled and shifted."""
-        centered = x - _reduce_mean(x, axis=self.in_dim)
-        variance = _reduce_mean(centered * centered, axis=self.in_dim)
-        return centered * _rsqrt(variance + self.eps) * self.scale + self.bias

@@ -89,4 +89,114 @@ impl PyDim {
     fn __repr__(&self) -> String {
         format!("{:?}", self.0)
     }
+
+    /// ``self + other`` (an int or a Dim): a dim whose size (each entry's
+    /// length, for a dynamic dim) is the sum; the same formula on the same
+    /// dim gives the same dim, and ``(dim + 1) - 1`` is ``dim``.
+    fn __add__(&self, other: DimOperand<'_>) -> PyResult<PyDim> {
+        self.add(other, false)
+    }
+
+    /// ``other + self``: the same size as ``self + other``, another dim (as in RETURNN).
+    fn __radd__(&self, other: DimOperand<'_>) -> PyResult<PyDim> {
+        self.add(other, true)
+    }
+
+    /// ``self - n``, each entry's length less ``n`` (at least 0).
+    fn __sub__(&self, n: i64) -> PyResult<PyDim> {
+        self.sub_right(n)
+    }
+
+    /// ``self - n``, the right end shortened (RETURNN's ``sub_right``).
+    ///
+    /// :param int n: the amount
+    /// :rtype: Dim
+    fn sub_right(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.add(-n, false))
+    }
+
+    /// ``self - n``, the left end shortened (RETURNN's ``sub_left``).
+    ///
+    /// :param int n: the amount
+    /// :rtype: Dim
+    fn sub_left(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.add(-n, true))
+    }
+
+    /// ``self * n`` (``n >= 1``).
+    fn __mul__(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.mul(n, false))
+    }
+
+    /// ``n * self`` (``n >= 1``): the size of ``self * n``, another dim.
+    fn __rmul__(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.mul(n, true))
+    }
+
+    /// ``self // n``: each entry's length divided by ``n``, rounded down;
+    /// ``(dim * n) // n`` is ``dim``.
+    fn __floordiv__(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.floordiv(n))
+    }
+
+    /// ``self / n``: the size must be a multiple of ``n`` (``div_right``).
+    fn __truediv__(&self, n: i64) -> PyResult<PyDim> {
+        self.div_right(n)
+    }
+
+    /// ``self / n``, the size a multiple of ``n`` (e.g. the half of a feature dim).
+    ///
+    /// :param int n: the divisor, >= 1
+    /// :rtype: Dim
+    fn div_left(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.div(n, true))
+    }
+
+    /// ``self / n``, the size a multiple of ``n``.
+    ///
+    /// :param int n: the divisor, >= 1
+    /// :rtype: Dim
+    fn div_right(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.div(n, false))
+    }
+
+    /// ``ceil(self / n)``: each entry's length divided by ``n``, rounded up
+    /// (the out dim of a stride-``n`` conv with "same" padding).
+    ///
+    /// :param int n: the divisor, >= 1
+    /// :rtype: Dim
+    fn ceildiv_right(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.ceildiv(n, false))
+    }
+
+    /// ``ceil(self / n)``, the left form (another dim of the same size as
+    /// ``ceildiv_right``).
+    ///
+    /// :param int n: the divisor, >= 1
+    /// :rtype: Dim
+    fn ceildiv_left(&self, n: i64) -> PyResult<PyDim> {
+        dim_result(self.0.ceildiv(n, true))
+    }
+}
+
+/// The other operand of ``dim + other``: a Dim or an int (anything else
+/// fails to extract, and Python gets NotImplemented).
+#[derive(FromPyObject)]
+enum DimOperand<'py> {
+    Dim(PyRef<'py, PyDim>),
+    Int(i64),
+}
+
+impl PyDim {
+    /// ``self + other``, or ``other + self`` when ``left``.
+    fn add(&self, other: DimOperand<'_>, left: bool) -> PyResult<PyDim> {
+        dim_result(match other {
+            DimOperand::Dim(d) => self.0.add_dim(&d.0, left),
+            DimOperand::Int(n) => self.0.add(n, left),
+        })
+    }
+}
+
+fn dim_result(r: verjus::Result<Dim>) -> PyResult<PyDim> {
+    r.map(PyDim).map_err(to_py_err)
 }

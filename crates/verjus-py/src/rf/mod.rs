@@ -126,6 +126,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_gelu, m)?,
         wrap_pyfunction!(ops::rf_sigmoid, m)?,
         wrap_pyfunction!(ops::rf_tanh, m)?,
+        wrap_pyfunction!(ops::rf_silu, m)?,
         wrap_pyfunction!(ops::rf_exp, m)?,
         wrap_pyfunction!(ops::rf_log, m)?,
         wrap_pyfunction!(ops::rf_sqrt, m)?,

@@ -342,6 +342,11 @@ unary_fn!(
     "The logistic sigmoid: ``1 / (1 + exp(-x))``."
 );
 unary_fn!(rf_tanh, Tanh, "The hyperbolic tangent.");
+unary_fn!(
+    rf_silu,
+    Silu,
+    "SiLU (swish): ``x * sigmoid(x)``; ``swish`` is the same function."
+);
 unary_fn!(rf_exp, Exp, "``exp(x)``.");
 unary_fn!(
     rf_log,
@@ -448,16 +453,38 @@ pub(super) fn rf_sequence_mask(py: Python<'_>, dims: &Bound<'_, PyAny>) -> PyRes
     run(py, move || rf::sequence_mask(&dims, &be))
 }
 
-/// ``[0, 1, ..., size - 1]`` over ``[dim]``, on the default device.
+/// ``[0, 1, ..., size - 1]`` over ``[dim]``, on the default device (or
+/// ``device``).
 ///
 /// :param Dim dim: a dim of known size (static, or the longest sequence of a
 ///   dynamic dim)
-/// :return: int32, ``sparse_dim`` = ``dim``
+/// :param str | None dtype: ``"int32"`` (default, with ``sparse_dim`` =
+///   ``dim``), ``"int64"`` or ``"float32"``
+/// :param str | None device: ``"cpu"``, ``"cuda"``, ... (default: the default
+///   device)
+/// :return: the positions
 /// :rtype: Tensor
 #[pyfunction]
-pub(super) fn rf_range_over_dim(py: Python<'_>, dim: PyRef<'_, PyDim>) -> PyResult<PyTensor> {
-    let (dim, be) = (dim.0.clone(), backend()?);
-    run(py, move || rf::range_over_dim(&dim, &be))
+#[pyo3(signature = (dim, *, dtype = None, device = None))]
+pub(super) fn rf_range_over_dim(
+    py: Python<'_>,
+    dim: PyRef<'_, PyDim>,
+    dtype: Option<&str>,
+    device: Option<&str>,
+) -> PyResult<PyTensor> {
+    let dtype = dtype.map(RfDType::parse).transpose().map_err(to_py_err)?;
+    let be = match device {
+        Some(name) => crate::device::backend(name)?,
+        None => backend()?,
+    };
+    let dim = dim.0.clone();
+    run(py, move || {
+        let range = rf::range_over_dim(&dim, &be)?;
+        match dtype {
+            Some(dtype) if dtype != range.dtype() => rf::cast(&range, dtype),
+            _ => Ok(range),
+        }
+    })
 }
 
 /// The gradient ``dy/dx`` through the autograd tape, without touching

@@ -203,6 +203,20 @@ unary_ops! {
         cuda: "fminf(x, 0.0f) - log1pf(expf(-fabsf(x)))",
         cuda_derivative: "vj_sigmoid(-x)",
     },
+    /// SiLU / swish, `x * sigmoid(x)`.
+    Silu {
+        name: "silu",
+        domain: Real,
+        cost: 5,
+        gradient: Pointwise,
+        apply: |x| x * sigmoid(x),
+        derivative: |x, _y| {
+            let s = sigmoid(x);
+            s * (1.0 + x * (1.0 - s))
+        },
+        cuda: "x * vj_sigmoid(x)",
+        cuda_derivative: "vj_sigmoid(x) * (1.0f + x * (1.0f - vj_sigmoid(x)))",
+    },
     /// `x * s`.
     Scale(s = -2.5) {
         name: "scale",

@@ -1,0 +1,43 @@
+"""``rf.Dropout``: ``rf.dropout`` as a module, for ``Sequential`` stacks
+(RETURNN has only the function; the module takes its arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_dropout as _dropout
+from verjus.rf.module import Module
+from verjus.rf.run_ctx import get_run_ctx
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    """Inverted dropout with probability ``drop_prob`` in training (or always with
+    ``on_forward``); with ``axis`` the mask varies over those dims only and is
+    shared along the others.
+
+    :param drop_prob: the probability to drop an entry, in ``[0, 1)``
+    :param axis: the dim(s) the mask varies over (default: all)
+    :param on_forward: also apply it outside training
+    """
+
+    def __init__(
+        self,
+        drop_prob: float,
+        *,
+        axis: Dim | Sequence[Dim] | None = None,
+        on_forward: bool = False,
+    ):
+        if not 0.0 <= drop_prob < 1.0:
+            raise ValueError(f"Dropout: drop_prob must be in [0, 1), got {drop_prob}")
+        self.drop_prob = drop_prob
+        self.axis = axis
+        self.on_forward = on_forward
+
+    def __call__(self, source: Tensor) -> Tensor:
+        """``source`` with dropout applied (in training or ``on_forward``)."""
+        train = self.on_forward or get_run_ctx().train_flag
+        return _dropout(source, self.drop_prob, self.axis, train)

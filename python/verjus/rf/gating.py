@@ -1,0 +1,63 @@
+"""``gating`` (RETURNN's), ``glu`` and the alias ``swish`` of ``silu``: the gated
+activations of ``returnn/frontend/math_.py``, composed from ``split`` and the
+native activations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_sigmoid as sigmoid
+from verjus._verjus import rf_silu as silu
+from verjus.rf.array_ import split
+
+__all__ = ["gating", "glu", "swish"]
+
+swish = silu
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+def gating(
+    x: Tensor,
+    *,
+    axis: Dim | None = None,
+    gate_func: Callable[[Tensor], Tensor] = sigmoid,
+    act_func: Callable[[Tensor], Tensor] = _identity,
+    out_dim: Dim | None = None,
+) -> tuple[Tensor, Dim]:
+    """``act_func(a) * gate_func(b)`` for the two halves ``a``, ``b`` of ``axis``
+    (as in the gated linear unit; RETURNN's ``rf.gating``).
+
+    :param x: input
+    :param axis: a static dim of even size (default: ``x.feature_dim``)
+    :param gate_func: applied to the second half (default sigmoid)
+    :param act_func: applied to the first half (default identity)
+    :param out_dim: the dim of the halves (default ``axis.div_left(2)``)
+    :return: the gated tensor and ``out_dim``
+    """
+    if axis is None:
+        axis = x.feature_dim
+        if axis is None:
+            raise ValueError("gating: give axis, or a tensor with a feature_dim")
+    if axis.dimension is None or axis.dimension % 2 != 0:
+        raise ValueError(f"gating: axis {axis.name} must be static and even, got {axis!r}")
+    if out_dim is None:
+        out_dim = axis.div_left(2)
+    a, b = split(x, axis=axis, out_dims=[out_dim, out_dim])
+    return act_func(a) * gate_func(b), out_dim
+
+
+def glu(x: Tensor, *, axis: Dim | None = None, out_dim: Dim | None = None) -> tuple[Tensor, Dim]:
+    """The gated linear unit: ``a * sigmoid(b)`` for the halves of ``axis``
+    (PyTorch's ``glu``; ``gating`` with its defaults).
+
+    :param x: input
+    :param axis: a static dim of even size (default: ``x.feature_dim``)
+    :param out_dim: the dim of the halves (default ``axis.div_left(2)``)
+    :return: the gated tensor and ``out_dim``
+    """
+    return gating(x, axis=axis, out_dim=out_dim)

@@ -1,0 +1,326 @@
+"""Normalisation, after RETURNN's ``returnn/frontend/normalization.py``: ``moments``,
+``normalize``, ``Normalize``, ``LayerNorm``, ``RMSNorm``, ``BatchNorm``, and the
+functions ``layer_norm`` / ``rms_norm`` (verjus names for what the modules compute,
+given the scale and bias).
+
+These are composed from the native ops (masked ``reduce_mean``, ``rsqrt``,
+elementwise arithmetic), each of which runs on the tape in one call; the
+statistics over a dynamic dim are masked, so a sequence gives the same result in
+a batch as alone. ``BatchNorm`` keeps RETURNN's parameter names (``gamma``,
+``beta``, ``running_mean``, ``running_variance``) and its two paths: masked
+statistics (biased running variance) when the input has dynamic dims and
+``use_mask`` is not False, else PyTorch's ``batch_norm`` semantics (the running
+variance is updated with the unbiased batch variance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_reduce_mean as _reduce_mean
+from verjus._verjus import rf_rsqrt as _rsqrt
+from verjus._verjus import rf_square as _square
+from verjus._verjus import rf_stop_gradient as _stop_gradient
+from verjus.rf.module import Module
+from verjus.rf.parameter import Parameter
+from verjus.rf.run_ctx import get_run_ctx
+
+__all__ = [
+    "BatchNorm",
+    "LayerNorm",
+    "Normalize",
+    "RMSNorm",
+    "layer_norm",
+    "moments",
+    "normalize",
+    "rms_norm",
+]
+
+
+def _dim_list(axis: Dim | Sequence[Dim]) -> list[Dim]:
+    return [axis] if isinstance(axis, Dim) else list(axis)
+
+
+def _check_axis(who: str, x: Tensor, axis: Dim | Sequence[Dim]) -> list[Dim]:
+    axes = _dim_list(axis)
+    missing = [d.name for d in axes if d not in x.dims]
+    if not axes or missing:
+        have = ", ".join(d.name for d in x.dims)
+        raise ValueError(f"{who}: axis {missing or '[]'} not among the input's dims [{have}]")
+    return axes
+
+
+def _num_elements(x: Tensor, axes: list[Dim]) -> int:
+    return math.prod(x.shape[list(x.dims).index(d)] for d in axes)
+
+
+def moments(
+    x: Tensor,
+    axis: Dim | Sequence[Dim],
+    *,
+    use_mask: bool = True,
+    correction: float = 0,
+) -> tuple[Tensor, Tensor]:
+    """Mean and variance of ``x`` over ``axis`` (padding of dynamic dims masked
+    with ``use_mask``).
+
+    :param x: input
+    :param axis: the dim(s) to reduce over
+    :param use_mask: whether to leave the padding of dynamic dims out
+    :param correction: the variance is ``sum((x - mean)**2) / (n - correction)``;
+        0 (default) is the biased estimate, 1 Bessel's correction (only without
+        dynamic dims among ``axis``, where ``n`` is one number)
+    :return: ``(mean, variance)``, each ``x``'s dims without ``axis``
+    """
+    axes = _check_axis("moments", x, axis)
+    mean = _reduce_mean(x, axis=axes, use_mask=use_mask)
+    variance = _reduce_mean(_square(x - _stop_gradient(mean)), axis=axes, use_mask=use_mask)
+    if correction != 0:
+        if use_mask and any(d.is_dynamic() for d in axes):
+            raise ValueError("moments: correction over dynamic dims is not supported")
+        n = _num_elements(x, axes)
+        variance = variance * (n / (n - correction))
+    return mean, variance
+
+
+def normalize(a: Tensor, *, axis: Dim | Sequence[Dim], epsilon: float = 1e-6) -> Tensor:
+    """``(a - mean) / sqrt(variance + epsilon)`` over ``axis``.
+
+    :param a: input
+    :param axis: the dim(s) the mean and variance are taken over
+    :param epsilon: added to the variance
+    :return: ``a`` normalised, same dims
+    """
+    mean, variance = moments(a, axis=axis)
+    return (a - mean) * _rsqrt(variance + epsilon)
+
+
+def layer_norm(
+    x: Tensor,
+    *,
+    axis: Dim | Sequence[Dim],
+    eps: float = 1e-6,
+    scale: Tensor | None = None,
+    bias: Tensor | None = None,
+) -> Tensor:
+    """Layer normalisation (what ``LayerNorm`` computes): ``x`` normalised over
+    ``axis`` to mean 0 and variance 1, times ``scale``, plus ``bias``.
+
+    :param x: input
+    :param axis: the dim(s) to normalise over (usually the feature dim)
+    :param eps: added to the variance
+    :param scale: optional, over (some of) ``x``'s dims
+    :param bias: optional, over (some of) ``x``'s dims
+    :return: same dims as ``x``
+    """
+    mean, variance = moments(x, axis=_check_axis("layer_norm", x, axis))
+    out = (x - mean) * _rsqrt(variance + eps)
+    if scale is not None:
+        out = out * scale
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(
+    x: Tensor,
+    *,
+    axis: Dim | Sequence[Dim],
+    eps: float = 1e-6,
+    scale: Tensor | None = None,
+    bias: Tensor | None = None,
+) -> Tensor:
+    """Root-mean-square normalisation (what ``RMSNorm`` computes):
+    ``x / sqrt(mean(x**2) + eps)`` over ``axis`` (no mean subtracted), times
+    ``scale``, plus ``bias``.
+
+    :param x: input
+    :param axis: the dim(s) to normalise over
+    :param eps: added to the mean square
+    :param scale: optional, over (some of) ``x``'s dims
+    :param bias: optional, over (some of) ``x``'s dims
+    :return: same dims as ``x``
+    """
+    axes = _check_axis("rms_norm", x, axis)
+    out = x * _rsqrt(_reduce_mean(_square(x), axis=axes) + eps)
+    if scale is not None:
+        out = out * scale
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+class _ScaleBiasNorm(Module):
+    """``scale`` (starting at 1) and optional ``bias`` (at 0) over ``in_dim``."""
+
+    def __init__(self, in_dim: Dim | Sequence[Dim], *, eps: float, with_bias: bool):
+        self.in_dim = in_dim
+        self.eps = eps
+        self.scale = Parameter(_dim_list(in_dim), initial=1.0)
+        self.bias = Parameter(self.scale.dims, initial=0.0) if with_bias else None
+
+
+class LayerNorm(_ScaleBiasNorm):
+    """`Layer normalization <https://arxiv.org/abs/1607.06450>`__ over ``in_dim``
+    (RETURNN's options and parameters ``scale``, ``bias``).
+
+    :param in_dim: the dim(s) to normalise over
+    :param eps: added to the variance
+    :param with_bias: whether to add the learnt ``bias``
+    """
+
+    def __init__(self, in_dim: Dim | Sequence[Dim], *, eps: float = 1e-6, with_bias: bool = True):
+        super().__init__(in_dim, eps=eps, with_bias=with_bias)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """``x`` normalised over ``in_dim``, scaled and shifted."""
+        return layer_norm(x, axis=self.in_dim, eps=self.eps, scale=self.scale, bias=self.bias)
+
+
+class RMSNorm(_ScaleBiasNorm):
+    """`RMSNorm <https://arxiv.org/abs/1910.07467>`__ over ``in_dim``: no mean
+    subtracted; the bias is off by default (RETURNN's options and parameters).
+
+    :param in_dim: the dim(s) to normalise over
+    :param eps: added to the mean square
+    :param with_bias: whether to add a learnt ``bias``
+    """
+
+    def __init__(self, in_dim: Dim | Sequence[Dim], *, eps: float = 1e-6, with_bias: bool = False):
+        super().__init__(in_dim, eps=eps, with_bias=with_bias)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """``x`` RMS-normalised over ``in_dim``, scaled (and shifted)."""
+        return rms_norm(x, axis=self.in_dim, eps=self.eps, scale=self.scale, bias=self.bias)
+
+
+class Normalize(Module):
+    """``normalize`` with a learnt ``scale`` and ``bias`` over ``param_dims``.
+
+    :param param_dims: the dims of ``scale`` and ``bias``
+    :param epsilon: added to the variance
+    :param scale: whether to have ``scale``
+    :param bias: whether to have ``bias``
+    """
+
+    def __init__(
+        self,
+        *,
+        param_dims: Dim | Sequence[Dim],
+        epsilon: float = 1e-6,
+        scale: bool = True,
+        bias: bool = True,
+    ):
+        self.epsilon = epsilon
+        dims = _dim_list(param_dims)
+        self.scale = Parameter(dims, initial=1.0) if scale else None
+        self.bias = Parameter(dims, initial=0.0) if bias else None
+
+    def __call__(self, a: Tensor, *, axis: Dim | Sequence[Dim]) -> Tensor:
+        """``a`` normalised over ``axis``, scaled and shifted."""
+        norm = normalize(a, axis=axis, epsilon=self.epsilon)
+        if self.scale is not None:
+            norm = self.scale * norm
+        if self.bias is not None:
+            norm = norm + self.bias
+        return norm
+
+
+class BatchNorm(Module):
+    """`Batch normalization <https://arxiv.org/abs/1502.03167>`__: statistics over
+    every dim but ``in_dim``; in training those of the batch (and the running
+    statistics updated), in evaluation the running ones (RETURNN's options and
+    parameters ``gamma``, ``beta``, ``running_mean``, ``running_variance``).
+
+    :param in_dim: the feature dim
+    :param affine: whether to learn ``gamma`` (starting at 1) and ``beta`` (at 0)
+    :param momentum: ``running = (1 - momentum) * running + momentum * batch``
+    :param eps: added to the variance
+    :param track_running_stats: keep running statistics for evaluation; if False
+        the batch's statistics are used in evaluation too
+    :param use_mask: leave the padding of dynamic dims out of the statistics
+        (None: True, as RETURNN's default); False gives PyTorch's statistics
+        over every frame, padding included
+    :param distributed: only None or False (one process)
+    """
+
+    def __init__(
+        self,
+        in_dim: Dim,
+        *,
+        affine: bool = True,
+        momentum: float = 0.1,
+        eps: float = 1e-3,
+        track_running_stats: bool = True,
+        use_mask: bool | None = None,
+        distributed: bool | None = None,
+    ):
+        if not isinstance(in_dim, Dim):
+            raise TypeError(f"BatchNorm: in_dim must be a Dim, got {type(in_dim).__name__}")
+        if distributed:
+            raise ValueError("BatchNorm: distributed statistics are not supported")
+        self.in_dim = in_dim
+        self.use_mask = use_mask
+        self.momentum = momentum
+        self.eps = eps
+        self.running_mean: Parameter | None = None
+        self.running_variance: Parameter | None = None
+        if track_running_stats:
+            self.running_mean = Parameter([in_dim], auxiliary=True, trainable=False, initial=0.0)
+            self.running_variance = Parameter(
+                [in_dim], auxiliary=True, trainable=False, initial=1.0
+            )
+        self.affine = affine
+        self.gamma: Parameter | None = None
+        self.beta: Parameter | None = None
+        if affine:
+            self.gamma = Parameter([in_dim], initial=1.0)
+            self.beta = Parameter([in_dim], initial=0.0)
+
+    def __call__(self, source: Tensor) -> Tensor:
+        """``source`` normalised per ``in_dim`` entry, scaled by ``gamma``,
+        shifted by ``beta``."""
+        if self.in_dim not in source.dims:
+            have = ", ".join(d.name for d in source.dims)
+            raise ValueError(
+                f"BatchNorm: in_dim {self.in_dim.name} not in the input's dims [{have}]"
+            )
+        axes = [d for d in source.dims if d != self.in_dim]
+        masked = self.use_mask is not False and any(d.is_dynamic() for d in axes)
+        train = get_run_ctx().train_flag
+        if self.running_mean is None or train:
+            mean, variance = moments(source, axis=axes, use_mask=masked)
+            if self.running_mean is not None:
+                n = None if masked else _num_elements(source, axes)
+                self._update_running(mean, variance, n)
+        else:
+            mean, variance = self.running_mean, self.running_variance
+        out = (source - mean) * _rsqrt(variance + self.eps)
+        if self.gamma is not None:
+            out = out * self.gamma
+        if self.beta is not None:
+            out = out + self.beta
+        return out
+
+    def _update_running(self, mean: Tensor, variance: Tensor, n: int | None) -> None:
+        """Moves the running statistics towards the batch's; a batch without any
+        frame (NaN statistics) leaves them. Unmasked, the variance is taken
+        unbiased (``n / (n - 1)``), as PyTorch's ``batch_norm``."""
+        assert self.running_mean is not None
+        assert self.running_variance is not None
+        batch_mean = mean.numpy()
+        batch_var = variance.numpy()
+        if n is not None and n > 1:
+            batch_var = batch_var * (n / (n - 1))
+        if not (np.isfinite(batch_mean).all() and np.isfinite(batch_var).all()):
+            return
+        for running, batch in (
+            (self.running_mean, batch_mean),
+            (self.running_variance, batch_var),
+        ):
+            old = running.numpy()
+            running.assign(old + (batch - old) * np.float32(self.momentum))
