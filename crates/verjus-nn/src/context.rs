@@ -461,7 +461,7 @@ fn value_dims(net: &Network, v: usize, batch: usize, time: usize) -> Vec<usize> 
 /// Gives `t` the shape `dims`: a host buffer is resized in place (allocating
 /// only beyond its capacity), a device buffer replaced. Elements are zero
 /// after a change (`fill` for scratch filled with it).
-fn refit(be: &dyn Backend, t: &mut Tensor, dims: &[usize], fill: f32) -> Result<()> {
+pub(crate) fn refit(be: &dyn Backend, t: &mut Tensor, dims: &[usize], fill: f32) -> Result<()> {
     if t.dims() == dims {
         return Ok(());
     }

@@ -1,0 +1,208 @@
+//! Sequence networks end to end: definitions (version 3) and their build
+//! errors, buffers that grow to the largest call and are reused, the Trainer
+//! on sequence batches (per-frame loss, clipping), and bad input (lengths,
+//! token ids, empty sequences) as clear errors.
+
+use crate::common::{be, rand_vec};
+use verjus_core::Tensor;
+use verjus_native::NativeBackend;
+use verjus_nn::solver::{Adam, Solver};
+use verjus_nn::{Loss, Network, NetworkDef, Trainer};
+
+const CHAR_LM: &str = r#"{"inputs": [{"name": "chars", "shape": [null], "dtype": "int32"}],
+    "layers": [
+        {"name": "embed", "type": "Embedding", "vocab": 4, "dim": 8},
+        {"name": "rnn", "type": "LSTM", "hidden": 16},
+        {"name": "fc", "type": "Linear", "out_features": 4}]}"#;
+
+fn build(json: &str) -> Network {
+    Network::build(NetworkDef::from_json(json).unwrap(), &be(), 0).unwrap()
+}
+
+fn ids(batch: usize, time: usize, f: impl Fn(usize, usize) -> i32) -> Tensor {
+    let v = (0..batch * time).map(|i| f(i / time, i % time)).collect();
+    Tensor::from_vec([batch, time], v).unwrap()
+}
+
+fn lens(v: &[i32]) -> Tensor {
+    Tensor::from_vec([v.len()], v.to_vec()).unwrap()
+}
+
+#[test]
+fn sequence_definitions_are_version_3_and_round_trip() {
+    let def = NetworkDef::from_json(CHAR_LM).unwrap();
+    assert_eq!(def.format_version, 3);
+    assert!(def.inputs[0].sequence);
+    let text = def.to_json();
+    assert!(
+        text.contains("null") && text.contains("\"int32\""),
+        "{text}"
+    );
+    assert_eq!(NetworkDef::from_json(&text).unwrap(), def);
+    let bad = CHAR_LM.replace("[null]", "[4, null]");
+    let err = NetworkDef::from_json(&bad).unwrap_err().to_string();
+    assert!(err.contains("only the first axis"), "{err}");
+    let names: Vec<String> = build(CHAR_LM)
+        .parameters()
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(names.contains(&"rnn.weight_ih_l0".to_string()), "{names:?}");
+    assert!(names.contains(&"rnn.bias_hh_l0".to_string()), "{names:?}");
+    let bi = CHAR_LM.replace(r#""hidden": 16"#, r#""hidden": 16, "bidirectional": true"#);
+    let net = build(&bi);
+    assert!(net
+        .parameters()
+        .iter()
+        .any(|p| p.name == "rnn.weight_hh_l0_reverse"));
+    assert_eq!(net.output_shapes()[0].1, vec![4]);
+}
+
+#[test]
+fn build_errors_name_the_layer_and_the_shapes() {
+    let be = be();
+    let err = |json: &str| {
+        Network::build(NetworkDef::from_json(json).unwrap(), &be, 0)
+            .unwrap_err()
+            .to_string()
+    };
+    let fixed = r#"{"inputs": [{"name": "x", "shape": [5]}], "layers": [
+        {"name": "rnn", "type": "LSTM", "hidden": 3}]}"#;
+    let e = err(fixed);
+    assert!(e.contains("rnn") && e.contains("sequence input"), "{e}");
+    let floats = CHAR_LM.replace(r#", "dtype": "int32""#, "");
+    let e = err(&floats);
+    assert!(e.contains("embed") && e.contains("int32"), "{e}");
+    let frames = r#"{"inputs": [{"name": "x", "shape": [null, 2, 3]}], "layers": [
+        {"name": "rnn", "type": "LSTM", "hidden": 3}]}"#;
+    let e = err(frames);
+    assert!(e.contains("rnn") && e.contains("[2, 3]"), "{e}");
+    let mixed = r#"{"inputs": [{"name": "x", "shape": [null, 3]}, {"name": "z", "shape": [3]}],
+        "layers": [{"name": "sum", "type": "Add", "inputs": ["x", "z"]}]}"#;
+    let e = err(mixed);
+    assert!(e.contains("sum") && e.contains("mixes"), "{e}");
+}
+
+/// The address of the output's elements: unchanged when no buffer was allocated.
+fn output_address(net: &Network, ctx: &mut verjus_nn::Context, b: usize, t: usize) -> usize {
+    let be = be();
+    let x = ids(b, t, |i, j| ((i + j) % 4) as i32);
+    let l: Vec<i32> = (0..b).map(|i| (t - i % t) as i32).collect();
+    net.compute_output_with_lengths(&be, ctx, &[&x], Some(&lens(&l)))
+        .unwrap();
+    assert_eq!(ctx.output(0).dims(), [t * b, 4]);
+    ctx.output(0).as_slice::<f32>().unwrap().as_ptr() as usize
+}
+
+#[test]
+fn buffers_grow_to_the_largest_call_and_are_reused() {
+    let net = build(CHAR_LM);
+    let mut ctx = net.new_context(&be(), 1).unwrap();
+    let largest = output_address(&net, &mut ctx, 8, 12);
+    for (b, t) in [(3, 5), (8, 1), (1, 12), (8, 12), (5, 7)] {
+        assert_eq!(
+            output_address(&net, &mut ctx, b, t),
+            largest,
+            "batch {b}, time {t} reallocated"
+        );
+    }
+    // Results of a shorter call equal a fresh context's.
+    let be = be();
+    let x = ids(2, 3, |i, j| ((i * 3 + j) % 4) as i32);
+    net.compute_output_with_lengths(&be, &mut ctx, &[&x], Some(&lens(&[3, 2])))
+        .unwrap();
+    let reused = ctx.output(0).to_vec::<f32>().unwrap();
+    let mut fresh = net.new_context(&be, 2).unwrap();
+    net.compute_output_with_lengths(&be, &mut fresh, &[&x], Some(&lens(&[3, 2])))
+        .unwrap();
+    assert_eq!(reused, fresh.output(0).to_vec::<f32>().unwrap());
+}
+
+#[test]
+fn trainer_learns_a_periodic_sequence_with_clipping() {
+    // Next-token prediction on "0 1 2 3 0 1 ...", each example from its own phase.
+    let net = build(CHAR_LM);
+    let solver = Solver::new(Adam::new(0.02)).with_clip_norm(1.0);
+    let loss = Loss::SoftmaxCrossEntropy {
+        label_smoothing: 0.0,
+    };
+    let mut trainer = Trainer::new(net, solver, loss, verjus_native::backend());
+    let (batch, time) = (6, 10);
+    let x = ids(batch, time, |b, t| ((b + t) % 4) as i32);
+    let y = ids(batch, time, |b, t| ((b + t + 1) % 4) as i32);
+    let l = lens(&[10, 9, 1, 10, 5, 7]);
+    let first = trainer.train_sequences(&x, &l, &y).unwrap().0;
+    let mut last = first;
+    for _ in 0..60 {
+        last = trainer.train_sequences(&x, &l, &y).unwrap().0;
+    }
+    assert!(first > 1.0 && last < 0.1, "loss {first} -> {last}");
+}
+
+#[test]
+fn bad_sequence_input_is_a_clear_error() {
+    let be = NativeBackend::new();
+    let net = build(CHAR_LM);
+    let mut ctx = net.new_context(&be, 2).unwrap();
+    let x = ids(2, 3, |_, _| 1);
+    let run = |ctx: &mut verjus_nn::Context, x: &Tensor, l: &[i32]| {
+        net.compute_output_with_lengths(&be, ctx, &[x], Some(&lens(l)))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = run(&mut ctx, &x, &[3, 4]);
+    assert!(e.contains("lengths[1] = 4") && e.contains("0..=3"), "{e}");
+    let e = run(&mut ctx, &x, &[3, -1]);
+    assert!(e.contains("lengths[1] = -1"), "{e}");
+    let e = run(&mut ctx, &x, &[3]);
+    assert!(e.contains("lengths") && e.contains("[2]"), "{e}");
+    let bad = ids(2, 3, |b, t| if (b, t) == (1, 1) { 7 } else { 0 });
+    let e = run(&mut ctx, &bad, &[3, 3]);
+    assert!(
+        e.contains("example 1, frame 1") && e.contains("token id 7") && e.contains("0..4"),
+        "{e}"
+    );
+    // The same id in a padding frame is never read.
+    net.compute_output_with_lengths(&be, &mut ctx, &[&bad], Some(&lens(&[3, 1])))
+        .unwrap();
+
+    // LastFrame of an empty sequence, and a per-frame loss without frames.
+    let last = r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+        {"name": "rnn", "type": "LSTM", "hidden": 3},
+        {"name": "last", "type": "LastFrame"}]}"#;
+    let net2 = build(last);
+    let mut ctx2 = net2.new_context(&be, 2).unwrap();
+    let xf = Tensor::from_vec([2, 3, 2], rand_vec(12, 1)).unwrap();
+    let e = net2
+        .compute_output_with_lengths(&be, &mut ctx2, &[&xf], Some(&lens(&[2, 0])))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("last") && e.contains("example 1 has length 0"),
+        "{e}"
+    );
+    let loss = Loss::SoftmaxCrossEntropy {
+        label_smoothing: 0.0,
+    };
+    let mut trainer = Trainer::new(
+        build(CHAR_LM),
+        Solver::new(Adam::new(0.01)),
+        loss,
+        verjus_native::backend(),
+    );
+    let e = trainer
+        .train_sequences(&x, &lens(&[0, 0]), &x)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs at least one frame"), "{e}");
+    // A target outside the classes at a real frame names it.
+    let y = ids(2, 3, |b, t| if (b, t) == (0, 2) { 9 } else { 0 });
+    let e = trainer
+        .train_sequences(&x, &lens(&[3, 1]), &y)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("example 0, frame 2") && e.contains("target 9"),
+        "{e}"
+    );
+}
