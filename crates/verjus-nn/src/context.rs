@@ -55,6 +55,8 @@ pub struct Context {
     /// Each example's length (int32 `[batch]`, on the device and on the host).
     pub(crate) lengths: Tensor,
     pub(crate) lengths_host: Vec<i32>,
+    /// Whether recurrent layers start from the state the last call ended in.
+    pub(crate) carry: bool,
 }
 
 impl Network {
@@ -90,6 +92,7 @@ impl Network {
             grads_allocated: false,
             lengths: ops::zeros(be, &Shape::new([batch])?, DType::I32)?,
             lengths_host: vec![time as i32; batch],
+            carry: false,
         };
         ops::fill(be, &mut ctx.lengths, time as f64)?;
         ctx.values = ctx.alloc_values(self, be)?;
@@ -118,6 +121,23 @@ impl Context {
     /// Training mode: dropout is active. Off by default.
     pub fn set_train(&mut self, train: bool) {
         self.train = train;
+    }
+
+    /// Carried state: when on, every (unidirectional) LSTM starts each call
+    /// from the state the previous call of this context ended in (each
+    /// sequence's state after its last real frame), so a sampling loop or a
+    /// server steps one frame at a time without recomputing the prefix. Off
+    /// by default (every call starts from zeros). The state is read and
+    /// written with [`Network::state`] / [`Network::set_state`]; it resets to
+    /// zeros when the batch size changes. Gradients do not flow into an
+    /// earlier call (truncated backpropagation).
+    pub fn set_carry_state(&mut self, on: bool) {
+        self.carry = on;
+    }
+
+    /// Whether the context carries recurrent state from call to call.
+    pub fn carries_state(&self) -> bool {
+        self.carry
     }
 
     /// Whether the context is in training mode.

@@ -137,6 +137,7 @@ impl Network {
             scratch,
             lengths,
             lengths_host,
+            carry,
             ..
         } = &mut *ctx;
         let seq = self.takes_sequences().then_some(Seq {
@@ -144,6 +145,7 @@ impl Network {
             batch,
             lengths,
             host: lengths_host,
+            carry: *carry,
         });
         for (t, node) in self.nodes.iter().enumerate() {
             if !node.live {
@@ -292,6 +294,7 @@ impl Network {
             plan,
             lengths,
             lengths_host,
+            carry,
             ..
         } = ctx;
         let seq = self.takes_sequences().then_some(Seq {
@@ -299,6 +302,7 @@ impl Network {
             batch,
             lengths,
             host: lengths_host,
+            carry: *carry,
         });
         let n_in = self.n_inputs;
         for (t, node) in self.nodes.iter().enumerate().rev() {
@@ -369,12 +373,23 @@ impl Network {
 
     /// Inference: a fresh context (training off) over `inputs`, returning the outputs.
     pub fn transform(&self, be: &dyn Backend, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.transform_with_lengths(be, inputs, None)
+    }
+
+    /// [`Network::transform`] with each example's length (see
+    /// [`Network::compute_output_with_lengths`]).
+    pub fn transform_with_lengths(
+        &self,
+        be: &dyn Backend,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<Vec<Tensor>> {
         let batch = inputs
             .first()
             .and_then(|t| t.dims().first().copied())
             .unwrap_or(0);
         let mut ctx = self.new_context(be, batch)?;
-        self.compute_output(be, &mut ctx, inputs)?;
+        self.compute_output_with_lengths(be, &mut ctx, inputs, lengths)?;
         ctx.into_outputs(be)
     }
 

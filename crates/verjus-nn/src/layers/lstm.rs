@@ -59,6 +59,9 @@ struct Dir {
     y: usize,
     h: usize,
     c: usize,
+    /// The initial state when the context carries state from call to call.
+    h0: usize,
+    c0: usize,
     reserve: usize,
     /// The gradient of `y`.
     dy: usize,
@@ -173,6 +176,8 @@ impl Lstm {
                 y: push(Dims::Frames(s.hidden)),
                 h: push(Dims::State),
                 c: push(Dims::State),
+                h0: push(Dims::State),
+                c0: push(Dims::State),
                 reserve: push(Dims::Reserve(l)),
                 dy: push(Dims::Frames(s.hidden)),
                 dx: push(Dims::Frames(fan_in)),
@@ -295,6 +300,15 @@ impl Layer for Lstm {
             .first()
             .ok_or_else(|| internal("no LSTM layers"))?;
         ops::copy(be, io.x.get(0)?, &mut scratch[first.input])?;
+        if seq.carry {
+            self.check_carry()?;
+            // The last call's final state is this call's initial state.
+            for st in &self.stages {
+                let [h, c, h0, c0] = bufs(scratch, [st.fwd.h, st.fwd.c, st.fwd.h0, st.fwd.c0])?;
+                ops::copy(be, h, h0)?;
+                ops::copy(be, c, c0)?;
+            }
+        }
         let per_dir = self.per_dir();
         for (l, st) in self.stages.iter().enumerate() {
             let input = if l == 0 {
@@ -311,12 +325,15 @@ impl Layer for Lstm {
             for (d, (dir, x)) in dirs.into_iter().enumerate() {
                 let base = (l * self.dirs() + d) * per_dir;
                 let p = |k: usize| io.params.get(base + k);
-                let [x, y, h, c, reserve] = bufs(scratch, [x, dir.y, dir.h, dir.c, dir.reserve])?;
+                let [x, y, h, c, reserve, h0, c0] = bufs(
+                    scratch,
+                    [x, dir.y, dir.h, dir.c, dir.reserve, dir.h0, dir.c0],
+                )?;
                 let args = LstmArgs {
                     x,
                     lengths: Some(seq.lengths),
-                    h0: None,
-                    c0: None,
+                    h0: seq.carry.then_some(&*h0),
+                    c0: seq.carry.then_some(&*c0),
                     w_ih: p(0)?,
                     w_hh: p(1)?,
                     b_ih: if self.s.bias { Some(p(2)?) } else { None },
@@ -379,13 +396,15 @@ impl Layer for Lstm {
             for (d, (dir, x)) in dirs.into_iter().enumerate() {
                 let base = (l * self.dirs() + d) * per_dir;
                 let p = |k: usize| io.params.get(base + k);
-                let [x, y, reserve, dy, dx] =
-                    bufs(scratch, [x, dir.y, dir.reserve, dir.dy, dir.dx])?;
+                let [x, y, reserve, dy, dx, h0, c0] = bufs(
+                    scratch,
+                    [x, dir.y, dir.reserve, dir.dy, dir.dx, dir.h0, dir.c0],
+                )?;
                 let args = LstmArgs {
                     x,
                     lengths: Some(seq.lengths),
-                    h0: None,
-                    c0: None,
+                    h0: seq.carry.then_some(&*h0),
+                    c0: seq.carry.then_some(&*c0),
                     w_ih: p(0)?,
                     w_hh: p(1)?,
                     b_ih: if self.s.bias { Some(p(2)?) } else { None },
@@ -447,6 +466,15 @@ impl Layer for Lstm {
         Ok(())
     }
 
+    fn state(&self) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        for (l, st) in self.stages.iter().enumerate() {
+            out.push((format!("h_l{l}"), st.fwd.h));
+            out.push((format!("c_l{l}"), st.fwd.c));
+        }
+        out
+    }
+
     fn frame_scratch(
         &self,
         be: &dyn Backend,
@@ -472,6 +500,18 @@ impl Layer for Lstm {
 }
 
 impl Lstm {
+    /// Carried state runs forward in time only.
+    fn check_carry(&self) -> Result<()> {
+        if self.s.bidirectional {
+            return Err(Error::invalid(
+                &self.path,
+                "a bidirectional LSTM cannot carry its state from call to call \
+                 (its backward direction reads the whole sequence)",
+            ));
+        }
+        Ok(())
+    }
+
     /// An op's error, with this layer's path.
     fn named(&self, e: Error) -> Error {
         Error::invalid(&self.path, e.to_string())

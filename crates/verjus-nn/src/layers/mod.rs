@@ -135,6 +135,8 @@ pub(crate) struct Seq<'a> {
     pub batch: usize,
     pub lengths: &'a Tensor,
     pub host: &'a [i32],
+    /// Whether recurrent layers start from the state the last call ended in.
+    pub carry: bool,
 }
 
 /// The result of building a layer from its config and input unit shapes.
@@ -300,6 +302,11 @@ pub(crate) trait Layer: Send + Sync + fmt::Debug {
     /// Scratch buffers per context; `needs_dx[k]` tells whether input `k` gets a gradient.
     fn scratch(&self, needs_dx: &[bool]) -> Vec<Scratch> {
         let _ = needs_dx;
+        Vec::new()
+    }
+    /// The recurrent state a call ends in (`(name, scratch index)`, `[B, H]`
+    /// each), which the next call starts from when the context carries state.
+    fn state(&self) -> Vec<(String, usize)> {
         Vec::new()
     }
     /// Scratch buffers sized by the call's time length and batch size, after

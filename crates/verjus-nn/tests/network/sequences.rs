@@ -206,3 +206,128 @@ fn bad_sequence_input_is_a_clear_error() {
         "{e}"
     );
 }
+
+const STACKED: &str = r#"{"inputs": [{"name": "chars", "shape": [null], "dtype": "int32"}],
+    "layers": [
+        {"name": "embed", "type": "Embedding", "vocab": 4, "dim": 5},
+        {"name": "rnn", "type": "LSTM", "hidden": 6, "num_layers": 2},
+        {"name": "fc", "type": "Linear", "out_features": 4}]}"#;
+
+fn close(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() < 1e-5, "{what}[{i}]: {x} vs {y}");
+    }
+}
+
+#[test]
+fn carried_state_steps_frame_by_frame_like_the_whole_sequence() {
+    let be = be();
+    let net = build(STACKED);
+    let (batch, time, v) = (2, 6, 4);
+    let x = ids(batch, time, |b, t| ((b * 3 + t * t) % 4) as i32);
+    let whole = net.transform(&be, &[&x]).unwrap()[0]
+        .to_vec::<f32>()
+        .unwrap();
+    let host = x.to_vec::<i32>().unwrap();
+    let frame = |t: usize| ids(batch, 1, |b, _| host[b * time + t]);
+
+    let mut ctx = net.new_context(&be, batch).unwrap();
+    ctx.set_carry_state(true);
+    for t in 0..time {
+        net.compute_output(&be, &mut ctx, &[&frame(t)]).unwrap();
+        let step = ctx.output(0).to_vec::<f32>().unwrap();
+        close(
+            &step,
+            &whole[t * batch * v..][..batch * v],
+            &format!("frame {t}"),
+        );
+        if t == 2 {
+            // Hand the prefix's state to another context: it continues alike.
+            let state: Vec<(String, Tensor)> = net
+                .state(&ctx)
+                .unwrap()
+                .into_iter()
+                .map(|(n, s)| (n, s.try_clone_host().unwrap()))
+                .collect();
+            let names: Vec<&str> = state.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, ["rnn.h_l0", "rnn.c_l0", "rnn.h_l1", "rnn.c_l1"]);
+            let mut other = net.new_context(&be, batch).unwrap();
+            other.set_carry_state(true);
+            for (name, s) in &state {
+                net.set_state(&be, &mut other, name, s).unwrap();
+            }
+            net.compute_output(&be, &mut other, &[&frame(3)]).unwrap();
+            let next = other.output(0).to_vec::<f32>().unwrap();
+            close(
+                &next,
+                &whole[3 * batch * v..][..batch * v],
+                "continued frame 3",
+            );
+            let wrong = Tensor::from_vec([3, 6], vec![0f32; 18]).unwrap();
+            let e = net
+                .set_state(&be, &mut other, "rnn.h_l0", &wrong)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("rnn.h_l0") && e.contains("[2, 6]"), "{e}");
+        }
+    }
+    // A reset starts a new sequence: frame 0 again.
+    net.reset_state(&be, &mut ctx).unwrap();
+    net.compute_output(&be, &mut ctx, &[&frame(0)]).unwrap();
+    close(
+        &ctx.output(0).to_vec::<f32>().unwrap(),
+        &whole[..batch * v],
+        "after reset",
+    );
+
+    let bi = STACKED.replace(r#""num_layers": 2"#, r#""bidirectional": true"#);
+    let net = build(&bi);
+    let mut ctx = net.new_context(&be, batch).unwrap();
+    ctx.set_carry_state(true);
+    let e = net
+        .compute_output(&be, &mut ctx, &[&frame(0)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rnn") && e.contains("bidirectional"), "{e}");
+}
+
+#[test]
+fn runner_serves_variable_length_requests_and_refuses_another_vocabulary() {
+    let be = verjus_native::backend();
+    let net = build(CHAR_LM);
+    let reference = build(CHAR_LM);
+    let runner = std::sync::Arc::new(verjus_nn::Runner::new(net, be.clone()).unwrap());
+    let handles: Vec<_> = (1..=6)
+        .map(|time| {
+            let runner = std::sync::Arc::clone(&runner);
+            std::thread::spawn(move || {
+                let mut outs = Vec::new();
+                for round in 0..5 {
+                    let x = ids(2, time, |b, t| ((b + t + round) % 4) as i32);
+                    let l = lens(&[time as i32, 1]);
+                    let (y, _) = runner.infer_with_lengths(&[&x], Some(&l)).unwrap();
+                    outs.push((x, l, y[0].to_vec::<f32>().unwrap()));
+                }
+                outs
+            })
+        })
+        .collect();
+    for h in handles {
+        for (x, l, y) in h.join().unwrap() {
+            let expected = reference
+                .transform_with_lengths(&*be, &[&x], Some(&l))
+                .unwrap();
+            assert_eq!(y, expected[0].to_vec::<f32>().unwrap());
+        }
+    }
+    let other_vocab = CHAR_LM.replace(r#""vocab": 4"#, r#""vocab": 6"#);
+    let e = runner.swap(build(&other_vocab)).unwrap_err().to_string();
+    assert!(
+        e.contains("vocabulary") && e.contains('4') && e.contains('6') && e.contains("embed"),
+        "{e}"
+    );
+    assert_eq!(runner.generation(), 0);
+    let retrained = Network::build(NetworkDef::from_json(CHAR_LM).unwrap(), &*be, 9).unwrap();
+    assert_eq!(runner.swap(retrained).unwrap(), 1);
+}
