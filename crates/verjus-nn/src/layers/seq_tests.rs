@@ -2,7 +2,8 @@
 //! bidirectional and stacked, per-frame Linear, the time reductions) and of
 //! the per-frame cross-entropy, through whole networks with mixed lengths
 //! `{1, T-1, T}`: the analytic gradients of `L = sum(output * R)` for a fixed
-//! random `R` (and of the per-frame loss) must match central differences.
+//! random `R` (and of the per-frame loss) must match central differences,
+//! and the LSTM layer's gradients the eager tape's of the same op.
 
 use crate::{Loss, Network, NetworkDef};
 use verjus_core::{ops, BackendRef, Tensor};
@@ -47,23 +48,32 @@ fn weighted(out: &Tensor, r: &[f32]) -> f64 {
         .sum()
 }
 
-fn run(net: &Network, feed: &Feed, r: &[f32]) -> f64 {
+fn run(net: &Network, feed: &Feed, r: &[f32], train: bool) -> f64 {
     let be = be();
     let mut ctx = net.new_context(&*be, feed.x.dims()[0]).unwrap();
+    // In training, every forward draws the same dropout masks.
+    ctx.set_train(train);
     net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
         .unwrap();
     weighted(ctx.output(0), r)
 }
 
 /// Analytic gradients (parameters, then the float input when `input_grad`)
-/// against central differences at a spread of elements.
+/// against central differences at a spread of elements, in inference mode.
 fn check(json: &str, feed: Feed, input_grad: bool) {
+    check_mode(json, feed, input_grad, false)
+}
+
+/// [`check`], in training mode when `train` (dropout active, the same masks
+/// at every evaluation).
+fn check_mode(json: &str, feed: Feed, input_grad: bool, train: bool) {
     let be = be();
     let def = NetworkDef::from_json(json).unwrap();
     let mut net = Network::build(def, &*be, 3).unwrap();
     let batch = feed.x.dims()[0];
     let mut ctx = net.new_context(&*be, batch).unwrap();
     ctx.set_input_grads(input_grad);
+    ctx.set_train(train);
     net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
         .unwrap();
     let r = values(ctx.output(0).numel(), 11);
@@ -90,7 +100,7 @@ fn check(json: &str, feed: Feed, input_grad: bool) {
             let mut at = |delta: f32| {
                 let v = net.parameters_mut()[p].value.as_mut_slice::<f32>().unwrap();
                 v[i] += delta;
-                run(&net, &feed, &r)
+                run(&net, &feed, &r, train)
             };
             let plus = at(eps);
             let minus = at(-2.0 * eps);
@@ -114,7 +124,7 @@ fn check(json: &str, feed: Feed, input_grad: bool) {
             let j = (t * b_n + b) * f_n + f;
             let mut at = |delta: f32| {
                 feed.x.as_mut_slice::<f32>().unwrap()[i] += delta;
-                run(&net, &feed, &r)
+                run(&net, &feed, &r, train)
             };
             let plus = at(eps);
             let minus = at(-2.0 * eps);
@@ -134,6 +144,82 @@ fn stacked_bidirectional_lstm_with_per_frame_linear() {
         {"name": "rnn", "type": "LSTM", "hidden": 4, "num_layers": 2, "bidirectional": true},
         {"name": "fc", "type": "Linear", "out_features": 2}]}"#;
     check(json, feed_floats(3, 4, 3, vec![1, 3, 4]), true);
+}
+
+#[test]
+fn stacked_lstm_with_dropout_between_layers_in_training() {
+    let json = r#"{"inputs": [{"name": "x", "shape": [null, 3]}], "layers": [
+        {"name": "rnn", "type": "LSTM", "hidden": 4, "num_layers": 3, "dropout": 0.4}]}"#;
+    check_mode(json, feed_floats(3, 4, 3, vec![4, 3, 1]), true, true);
+    // The masks do change the output in training (and not in inference).
+    let be = be();
+    let net = Network::build(NetworkDef::from_json(json).unwrap(), &*be, 3).unwrap();
+    let feed = feed_floats(3, 4, 3, vec![4, 3, 1]);
+    let r = values(3 * 4 * 4, 2);
+    assert_ne!(run(&net, &feed, &r, true), run(&net, &feed, &r, false));
+}
+
+#[test]
+fn lstm_layer_matches_the_tape() {
+    use verjus_core::autograd::{LstmVars, Var};
+    let be = be();
+    let json = r#"{"inputs": [{"name": "x", "shape": [null, 3]}], "layers": [
+        {"name": "rnn", "type": "LSTM", "hidden": 4}]}"#;
+    let net = Network::build(NetworkDef::from_json(json).unwrap(), &*be, 5).unwrap();
+    let (b, t, f, h) = (3usize, 5usize, 3usize, 4usize);
+    let feed = feed_floats(b, t, f, vec![5, 1, 4]);
+    let mut ctx = net.new_context(&*be, b).unwrap();
+    ctx.set_input_grads(true);
+    net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
+        .unwrap();
+    let r = values(t * b * h, 4);
+    let dy = Tensor::from_vec([t * b, h], r.clone()).unwrap();
+    net.compute_gradients(&*be, &mut ctx, &[&dy]).unwrap();
+
+    // The tape: the same op on time-major x, seeded with the same dy.
+    let host = feed.x.to_vec::<f32>().unwrap();
+    let mut tm = vec![0f32; host.len()];
+    for (i, v) in host.iter().enumerate() {
+        let (bi, ti, fi) = (i / (t * f), i / f % t, i % f);
+        tm[(ti * b + bi) * f + fi] = *v;
+    }
+    let leaf = |t: &Tensor| Var::leaf(t.try_clone_host().unwrap(), be.clone()).unwrap();
+    let x = leaf(&Tensor::from_vec([t, b, f], tm).unwrap());
+    let lengths = Var::constant(feed.lengths.try_clone_host().unwrap(), be.clone()).unwrap();
+    let p: Vec<Var> = net.parameters().iter().map(|p| leaf(&p.value)).collect();
+    let (y, _, _) = Var::lstm_sequence(&LstmVars {
+        x: &x,
+        lengths: Some(&lengths),
+        h0: None,
+        c0: None,
+        w_ih: &p[0],
+        w_hh: &p[1],
+        b_ih: Some(&p[2]),
+        b_hh: Some(&p[3]),
+    })
+    .unwrap();
+    assert_eq!(
+        y.value().to_vec::<f32>().unwrap(),
+        ctx.output(0).to_vec::<f32>().unwrap()
+    );
+    y.backward_with(Tensor::from_vec([t, b, h], r).unwrap())
+        .unwrap();
+    for (k, v) in p.iter().enumerate() {
+        let tape = v.grad().unwrap().to_vec::<f32>().unwrap();
+        let layer = ctx.param_grads()[k].to_vec::<f32>().unwrap();
+        for (a, c) in tape.iter().zip(&layer) {
+            assert!(
+                (a - c).abs() <= 1e-6,
+                "{}: {a} vs {c}",
+                net.parameters()[k].name
+            );
+        }
+    }
+    let dx = x.grad().unwrap().to_vec::<f32>().unwrap();
+    let layer_dx = ctx.input_grad(0).unwrap().to_vec::<f32>().unwrap();
+    for (a, c) in dx.iter().zip(&layer_dx) {
+        assert!((a - c).abs() <= 1e-6, "dx: {a} vs {c}");
+    }
 }
 
 #[test]

@@ -331,3 +331,18 @@ fn runner_serves_variable_length_requests_and_refuses_another_vocabulary() {
     let retrained = Network::build(NetworkDef::from_json(CHAR_LM).unwrap(), &*be, 9).unwrap();
     assert_eq!(runner.swap(retrained).unwrap(), 1);
 }
+
+#[test]
+fn a_saved_sequence_model_loads_and_computes_the_same() {
+    let be = be();
+    let net = build(STACKED);
+    let dir = tempfile::tempdir().unwrap();
+    net.save(dir.path(), &be).unwrap();
+    let loaded = Network::load(dir.path(), &be).unwrap();
+    assert_eq!(loaded.def(), net.def());
+    let x = ids(3, 4, |b, t| ((b + 2 * t) % 4) as i32);
+    let l = lens(&[4, 2, 1]);
+    let a = net.transform_with_lengths(&be, &[&x], Some(&l)).unwrap();
+    let b = loaded.transform_with_lengths(&be, &[&x], Some(&l)).unwrap();
+    assert_eq!(a[0].to_vec::<f32>().unwrap(), b[0].to_vec::<f32>().unwrap());
+}
