@@ -273,6 +273,38 @@ impl Trainer {
         Ok((loss, batch))
     }
 
+    /// The mean loss over one batch of sequences (as for
+    /// [`Trainer::train_sequences`]) in inference mode (no dropout, nothing
+    /// updated): per real frame for a sequence output, returned with the
+    /// number of real frames; per example otherwise, with the batch size.
+    /// Average several batches weighted by that count.
+    pub fn evaluate_sequences(
+        &mut self,
+        x: &Tensor,
+        lengths: &Tensor,
+        y: &Tensor,
+    ) -> Result<(f32, usize)> {
+        let be = BackendRef::clone(&self.be);
+        scoped(&*be, || {
+            Self::check_network(&self.net)?;
+            let batch = batch_of("evaluate_sequences", x, y)?;
+            let be: &dyn Backend = &*self.be;
+            let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
+            bufs.ctx.set_train(false);
+            let x = on_device(be, x, &mut bufs.x)?;
+            self.net
+                .compute_output_with_lengths(be, &mut bufs.ctx, &[x], Some(lengths))?;
+            let out = bufs.ctx.output(0);
+            if self.net.output_is_sequence(0) {
+                self.loss
+                    .compute_frames(be, out, y, bufs.ctx.lengths(), None)
+            } else {
+                let y = on_device(be, y, &mut bufs.y)?;
+                Ok((self.loss.compute(be, out, y, None)?, batch))
+            }
+        })
+    }
+
     /// Checks `data`'s labels against the classes of the network's first output
     /// when the loss takes labels, so that a bad label is named by its
     /// example's index before an epoch starts rather than by its row in some

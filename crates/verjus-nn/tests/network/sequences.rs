@@ -137,6 +137,9 @@ fn trainer_learns_a_periodic_sequence_with_clipping() {
         last = trainer.train_sequences(&x, &l, &y).unwrap().0;
     }
     assert!(first > 1.0 && last < 0.1, "loss {first} -> {last}");
+    let (eval, frames) = trainer.evaluate_sequences(&x, &l, &y).unwrap();
+    assert_eq!(frames, 10 + 9 + 1 + 10 + 5 + 7);
+    assert!(eval < 0.1, "evaluation loss {eval}");
 }
 
 #[test]
