@@ -122,9 +122,7 @@ impl Network {
                 let result = verjus_core::ops::permute(be, t, &perm, dst);
                 dst.reshape_in_place(flat)?;
                 result?;
-                if self.value_dtype(i) == DType::I32 {
-                    seqcheck::clear_padding(be, dst, &ctx.lengths_host)?;
-                }
+                seqcheck::clear_padding(be, dst, &ctx.lengths_host)?;
             } else {
                 verjus_core::ops::copy(be, t, dst)?;
             }

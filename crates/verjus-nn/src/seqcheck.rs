@@ -7,7 +7,7 @@
 
 use crate::context::Context;
 use crate::layers::frames::write;
-use verjus_core::{ops, Backend, DType, Device, Error, Result, Tensor};
+use verjus_core::{ops, Backend, DType, Device, Element, Error, Result, Tensor};
 
 /// A host copy of `t`'s elements when it lives on a device.
 fn on_host<'a>(
@@ -115,22 +115,34 @@ pub(crate) fn check_tokens(
     Ok(())
 }
 
-/// Sets the token ids of padding frames (rows `t * batch + b` with
-/// `t >= lengths[b]`) of a time-major int32 value to 0, so that whatever
-/// padding id the caller used is never looked up.
+/// Sets the padding frames (rows `t * batch + b` with `t >= lengths[b]`) of
+/// a time-major input value to 0, so that whatever the caller padded with
+/// (any token id, a NaN) is never read: per-frame layers compute on every
+/// row, and a padding row's zero gradient times a NaN would still be a NaN.
 pub(crate) fn clear_padding(be: &dyn Backend, value: &mut Tensor, lengths: &[i32]) -> Result<()> {
+    match value.dtype() {
+        DType::I32 => clear::<i32>(be, value, lengths),
+        _ => clear::<f32>(be, value, lengths),
+    }
+}
+
+fn clear<T: Element>(be: &dyn Backend, value: &mut Tensor, lengths: &[i32]) -> Result<()> {
     let batch = lengths.len().max(1);
-    let real =
-        |row: usize| (row / batch) < lengths.get(row % batch).map_or(0, |&l| l.max(0) as usize);
+    let rows = value.dims().first().copied().unwrap_or(0).max(1);
+    let width = value.numel() / rows;
+    let real = |i: usize| {
+        let row = i / width.max(1);
+        (row / batch) < lengths.get(row % batch).map_or(0, |&l| l.max(0) as usize)
+    };
     if value.device() == Device::Cpu {
-        for (row, id) in value.as_mut_slice::<i32>()?.iter_mut().enumerate() {
-            if !real(row) {
-                *id = 0;
+        for (i, v) in value.as_mut_slice::<T>()?.iter_mut().enumerate() {
+            if !real(i) {
+                *v = T::default();
             }
         }
         return Ok(());
     }
     let host = ops::download(be, value)?;
-    let ids = host.as_slice::<i32>()?;
-    write(be, value, |row| if real(row) { ids[row] } else { 0 })
+    let elems = host.as_slice::<T>()?;
+    write(be, value, |i| if real(i) { elems[i] } else { T::default() })
 }

@@ -262,24 +262,37 @@ fn embedding_lstm_gradients_scatter_add_repeated_tokens() {
 #[test]
 fn padding_frames_do_not_change_the_outputs_of_real_frames() {
     let be = be();
-    let json = r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
-        {"name": "rnn", "type": "LSTM", "hidden": 3, "bidirectional": true},
-        {"name": "mean", "type": "MeanOverTime"}]}"#;
-    let net = Network::build(NetworkDef::from_json(json).unwrap(), &*be, 1).unwrap();
-    let mut feed = feed_floats(2, 4, 2, vec![2, 4]);
-    let before = {
-        let mut ctx = net.new_context(&*be, 2).unwrap();
-        net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
-            .unwrap();
-        ctx.output(0).to_vec::<f32>().unwrap()
-    };
-    // Example 0's frames 2 and 3 are padding: change them.
-    let x = feed.x.as_mut_slice::<f32>().unwrap();
-    x[4..8].copy_from_slice(&[50.0, -50.0, 9.0, 9.0]);
-    let mut ctx = net.new_context(&*be, 2).unwrap();
-    net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
-        .unwrap();
-    assert_eq!(ctx.output(0).to_vec::<f32>().unwrap(), before);
+    let nets = [
+        r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+            {"name": "rnn", "type": "LSTM", "hidden": 3, "bidirectional": true},
+            {"name": "mean", "type": "MeanOverTime"}]}"#,
+        r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+            {"name": "fc", "type": "Linear", "out_features": 3},
+            {"name": "mean", "type": "MeanOverTime"}]}"#,
+        r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+            {"name": "fc", "type": "Linear", "out_features": 3},
+            {"name": "max", "type": "MaxOverTime"}]}"#,
+        r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+            {"name": "fc", "type": "Linear", "out_features": 3},
+            {"name": "last", "type": "LastFrame"}]}"#,
+    ];
+    for json in nets {
+        let net = Network::build(NetworkDef::from_json(json).unwrap(), &*be, 1).unwrap();
+        let mut feed = feed_floats(2, 4, 2, vec![2, 4]);
+        let out = |feed: &Feed| {
+            let mut ctx = net.new_context(&*be, 2).unwrap();
+            net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
+                .unwrap();
+            ctx.output(0).to_vec::<f32>().unwrap()
+        };
+        let before = out(&feed);
+        // Example 0's frames 2 and 3 are padding: not even a NaN there is read.
+        let x = feed.x.as_mut_slice::<f32>().unwrap();
+        x[4..8].copy_from_slice(&[f32::NAN, -50.0, f32::INFINITY, 9.0]);
+        let after = out(&feed);
+        assert!(after.iter().all(|v| v.is_finite()), "{json}: {after:?}");
+        assert_eq!(after, before, "{json}");
+    }
 }
 
 #[test]
@@ -334,5 +347,32 @@ fn per_frame_cross_entropy_is_the_mean_over_real_frames() {
             "dlogits[{i}]: {} vs {numeric}",
             g[i]
         );
+    }
+}
+
+#[test]
+fn non_finite_padding_leaves_the_gradients_finite() {
+    let be = be();
+    let json = r#"{"inputs": [{"name": "x", "shape": [null, 2]}], "layers": [
+        {"name": "fc", "type": "Linear", "out_features": 3},
+        {"name": "rnn", "type": "LSTM", "hidden": 3, "num_layers": 2, "bidirectional": true},
+        {"name": "mean", "type": "MeanOverTime"}]}"#;
+    let net = Network::build(NetworkDef::from_json(json).unwrap(), &*be, 1).unwrap();
+    let mut feed = feed_floats(2, 4, 2, vec![2, 4]);
+    feed.x.as_mut_slice::<f32>().unwrap()[4..8].copy_from_slice(&[
+        f32::NAN,
+        1.0,
+        f32::INFINITY,
+        2.0,
+    ]);
+    let mut ctx = net.new_context(&*be, 2).unwrap();
+    ctx.set_input_grads(true);
+    net.compute_output_with_lengths(&*be, &mut ctx, &[&feed.x], Some(&feed.lengths))
+        .unwrap();
+    let dy = Tensor::from_vec([2, 6], values(12, 3)).unwrap();
+    net.compute_gradients(&*be, &mut ctx, &[&dy]).unwrap();
+    for (p, g) in net.parameters().iter().zip(ctx.param_grads()) {
+        let g = g.to_vec::<f32>().unwrap();
+        assert!(g.iter().all(|v| v.is_finite()), "{}: {g:?}", p.name);
     }
 }

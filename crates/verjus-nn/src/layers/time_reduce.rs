@@ -6,9 +6,11 @@
 //!
 //! Each is a composition of ops whose gradients exist: a gather of the last
 //! rows (gradient: scatter-add), a product with per-frame weights and a sum
-//! over time, a maximum of the frames with the padding pushed to minus
-//! infinity (gradient: `reduce_backward` to the maxima). Frames past a length
-//! are never read into the result, and receive zero gradient.
+//! over time, a maximum of the frames with the padding replaced by minus
+//! infinity (gradient: `reduce_backward` to the maxima). Padding is replaced
+//! with `ops::select`, which never reads the unchosen value, so frames past a
+//! length are never read into the result (not even a NaN there), and they
+//! receive zero gradient.
 
 use super::frames::write;
 use super::{
@@ -96,7 +98,8 @@ impl Layer for TimeReduce {
                 ops::index_select(be, x, 0, idx, io.y)
             }
             Kind::Mean => {
-                let [w, prod] = scratch_pair(io.scratch)?;
+                let tb = self.dims(&[time, batch]);
+                let [w, kept, prod] = scratch_three(io.scratch)?;
                 write(be, w, |row| {
                     let len = host[row % batch];
                     if (row / batch) < len as usize {
@@ -105,35 +108,25 @@ impl Layer for TimeReduce {
                         0.0
                     }
                 })?;
-                reduce_time(
-                    be,
-                    BinaryOp::Mul,
-                    x,
-                    w,
-                    prod,
-                    self.dims(&[time, batch]),
-                    io.y,
-                )
+                // The padding never enters: x where the weight is not 0, else 0.
+                ops::select(be, w, x, w, kept)?;
+                ops::binary(be, BinaryOp::Mul, kept, w, prod)?;
+                reduce_time(be, ReduceOp::Sum, prod, tb, io.y)
             }
             Kind::Max => {
                 self.need_frames(&seq)?;
-                let [bias, masked] = scratch_pair(io.scratch)?;
-                write(be, bias, |row| {
+                let tb = self.dims(&[time, batch]);
+                let [pad, masked] = scratch_pair(io.scratch)?;
+                write(be, pad, |row| {
                     if (row / batch) < host[row % batch] as usize {
                         0.0
                     } else {
                         f32::NEG_INFINITY
                     }
                 })?;
-                reduce_time(
-                    be,
-                    BinaryOp::Add,
-                    x,
-                    bias,
-                    masked,
-                    self.dims(&[time, batch]),
-                    io.y,
-                )
+                // Minus infinity at the padding (never read), x elsewhere.
+                ops::select(be, pad, pad, x, masked)?;
+                reduce_time(be, ReduceOp::Max, masked, tb, io.y)
             }
         }
     }
@@ -152,7 +145,7 @@ impl Layer for TimeReduce {
                 ops::index_add(be, io.dy, 0, idx, dx)
             }
             Kind::Mean => {
-                let [w, _] = scratch_pair(io.scratch)?;
+                let [w, _, _] = scratch_three(io.scratch)?;
                 let wflat = w.dims().to_vec();
                 w.reshape_in_place(self.weight_dims(&[seq.time, seq.batch]))?;
                 dx.reshape_in_place(tb)?;
@@ -184,7 +177,12 @@ impl Layer for TimeReduce {
         let rows = time * batch;
         Ok(match self.kind {
             Kind::Last => vec![FrameScratch::i32(vec![batch])],
-            Kind::Mean | Kind::Max => vec![
+            Kind::Mean => vec![
+                FrameScratch::f32(self.weight_dims(&[rows])),
+                FrameScratch::f32(self.dims(&[rows])),
+                FrameScratch::f32(self.dims(&[rows])),
+            ],
+            Kind::Max => vec![
                 FrameScratch::f32(self.weight_dims(&[rows])),
                 FrameScratch::f32(self.dims(&[rows])),
             ],
@@ -200,27 +198,25 @@ fn scratch_pair(scratch: &mut [Tensor]) -> Result<[&mut Tensor; 2]> {
     }
 }
 
-/// `y = reduce over time of (x op w)`: `Mul` by the mean's weights then a sum,
-/// or `Add` of the padding's minus infinity then a maximum. `tmp` keeps
-/// `x op w` (`[T*B] + unit`) for the backward.
+/// The three scratch buffers of a mean.
+fn scratch_three(scratch: &mut [Tensor]) -> Result<[&mut Tensor; 3]> {
+    match scratch {
+        [a, b, c, ..] => Ok([a, b, c]),
+        _ => Err(super::internal("scratch buffer missing")),
+    }
+}
+
+/// `y = op over time of frames` (`[T*B] + unit`, viewed as `[T, B] + unit`).
 fn reduce_time(
     be: &dyn Backend,
-    op: BinaryOp,
-    x: &Tensor,
-    w: &Tensor,
-    tmp: &mut Tensor,
+    op: ReduceOp,
+    frames: &mut Tensor,
     tb: Vec<usize>,
     y: &mut Tensor,
 ) -> Result<()> {
-    ops::binary(be, op, x, w, tmp)?;
-    let flat = tmp.dims().to_vec();
-    tmp.reshape_in_place(tb)?;
-    let reduce = if op == BinaryOp::Mul {
-        ReduceOp::Sum
-    } else {
-        ReduceOp::Max
-    };
-    let result = ops::reduce(be, reduce, tmp, &[0], y);
-    tmp.reshape_in_place(flat)?;
+    let flat = frames.dims().to_vec();
+    frames.reshape_in_place(tb)?;
+    let result = ops::reduce(be, op, frames, &[0], y);
+    frames.reshape_in_place(flat)?;
     result
 }
