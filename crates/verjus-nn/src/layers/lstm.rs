@@ -72,8 +72,8 @@ struct Dir {
 /// Scratch indices of one layer.
 #[derive(Clone, Copy, Debug)]
 struct Stage {
-    /// The layer's input: a copy of the network value (first layer) or the
-    /// previous layer's output, as dropout left it.
+    /// The first layer's input: a copy of the network value (later layers
+    /// read the previous one's output, see `Lstm::input_of`).
     input: usize,
     /// The layer's output `[T, B, D*H]` (the forward direction's `y` when
     /// unidirectional).
@@ -253,6 +253,15 @@ impl Lstm {
         }
     }
 
+    /// The input buffer of layer `l`: the copied network value, or the
+    /// previous layer's output (after dropout, in training).
+    fn input_of(&self, l: usize, train: bool) -> usize {
+        match l.checked_sub(1).and_then(|p| self.stages.get(p)) {
+            None => self.stages.first().map_or(0, |s| s.input),
+            Some(prev) => prev.dropped.filter(|_| train).unwrap_or(prev.out),
+        }
+    }
+
     /// The dropout stream of the output of layer `l`.
     fn dropout_seed(seed: u64, l: usize) -> u64 {
         seed ^ (l as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -311,12 +320,7 @@ impl Layer for Lstm {
         }
         let per_dir = self.per_dir();
         for (l, st) in self.stages.iter().enumerate() {
-            let input = if l == 0 {
-                st.input
-            } else {
-                let prev = &self.stages[l - 1];
-                prev.dropped.filter(|_| io.train).unwrap_or(prev.out)
-            };
+            let input = self.input_of(l, io.train);
             let mut dirs = vec![(st.fwd, input)];
             if let (Some((rev, _, _)), Some(order)) = (st.rev, self.order) {
                 reverse(be, scratch, order, input, rev.x)?;
@@ -383,12 +387,7 @@ impl Layer for Lstm {
                 ops::split(be, dout, 2, &mut [dyf, dyr])?;
                 reverse(be, scratch, order, y_time, rev.dy)?;
             }
-            let input = if l == 0 {
-                st.input
-            } else {
-                let prev = &self.stages[l - 1];
-                prev.dropped.filter(|_| io.train).unwrap_or(prev.out)
-            };
+            let input = self.input_of(l, io.train);
             let mut dirs = vec![(st.fwd, input)];
             if let Some((rev, _, _)) = st.rev {
                 dirs.push((rev, rev.x));
