@@ -12,5 +12,5 @@
 mod common;
 
 fn main() -> std::process::ExitCode {
-    common::main("fashion_cnn.json", 3)
+    common::main("fashion_cnn.json", 3, None)
 }

@@ -11,5 +11,5 @@
 mod common;
 
 fn main() -> std::process::ExitCode {
-    common::main("fashion_mlp.json", 5)
+    common::main("fashion_mlp.json", 5, None)
 }

@@ -1,4 +1,4 @@
-//! The training loop both Fashion-MNIST examples share.
+//! The training loop the Fashion-MNIST examples share.
 //!
 //! Reads a network definition from `examples/nets/`, trains it on the 60 000
 //! training images with Adam (lr 1e-3, batch 128, a new shuffle each epoch), and
@@ -26,7 +26,7 @@ use verjus::nn::data::{load_fashion_mnist, Split};
 use verjus::nn::def::NetworkDef;
 use verjus::nn::solver::{Adam, Solver};
 use verjus::nn::{Loss, Network, Trainer};
-use verjus::{Device, Error};
+use verjus::{Device, Error, Tensor};
 
 type AnyResult<T> = Result<T, Box<dyn StdError>>;
 
@@ -35,9 +35,11 @@ const EVAL_BATCH: usize = 1000;
 const LR: f32 = 1e-3;
 
 /// Trains the network of `examples/nets/{net_file}` for `default_epochs` (unless
-/// `--epochs` says otherwise) and reports; errors go to stderr.
-pub fn main(net_file: &str, default_epochs: usize) -> ExitCode {
-    match run(net_file, default_epochs) {
+/// `--epochs` says otherwise) and reports; errors go to stderr. Each image is
+/// reshaped to `unit` first when given (`[28, 28]`: a sequence of 28 rows, for
+/// a network whose input has a time axis).
+pub fn main(net_file: &str, default_epochs: usize, unit: Option<&[usize]>) -> ExitCode {
+    match run(net_file, default_epochs, unit) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -99,7 +101,18 @@ pub fn device(flag: &str, value: Option<String>) -> AnyResult<Device> {
     Ok(value.parse()?)
 }
 
-fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
+/// `x` (`[batch, ...]`) with each example reshaped to `unit` (no copy), or `x` itself.
+fn as_unit(x: Tensor, unit: Option<&[usize]>) -> AnyResult<Tensor> {
+    Ok(match unit {
+        Some(unit) => {
+            let dims: Vec<usize> = x.dims()[..1].iter().chain(unit).copied().collect();
+            x.reshape(dims)?
+        }
+        None => x,
+    })
+}
+
+fn run(net_file: &str, default_epochs: usize, unit: Option<&[usize]>) -> AnyResult<()> {
     let args = parse_args(default_epochs)?;
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/nets")
@@ -131,6 +144,12 @@ fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
         "{prefix} [{bar:30}] {pos}/{len} steps, {msg}, {elapsed_precise} (eta {eta})",
     )?
     .progress_chars("=> ");
+    // The test images, reshaped once (a copy only when they are).
+    let test_x = match unit {
+        Some(_) => Some(as_unit(test.examples().try_clone_host()?, unit)?),
+        None => None,
+    };
+    let test_x = test_x.as_ref().unwrap_or(test.examples());
     let mut accuracy = None;
     for epoch in 1..=args.epochs {
         let batches = train.batches(BATCH, Some(args.seed.wrapping_add(epoch as u64)))?;
@@ -142,7 +161,8 @@ fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
         for batch in batches {
             let batch = batch?;
             let n = batch.y.numel();
-            let (loss, _) = trainer.train_minibatch(&batch.x, &batch.y)?;
+            let x = as_unit(batch.x, unit)?;
+            let (loss, _) = trainer.train_minibatch(&x, &batch.y)?;
             loss_sum += f64::from(loss) * n as f64;
             seen += n;
             bar.inc(1);
@@ -157,7 +177,7 @@ fn run(net_file: &str, default_epochs: usize) -> AnyResult<()> {
         }
         bar.finish_and_clear();
         let secs = start.elapsed().as_secs_f64();
-        let m = trainer.evaluate(test.examples(), test.labels(), EVAL_BATCH)?;
+        let m = trainer.evaluate(test_x, test.labels(), EVAL_BATCH)?;
         let acc = m
             .accuracy
             .ok_or_else(|| Error::invalid("evaluate", "no accuracy for class labels"))?;

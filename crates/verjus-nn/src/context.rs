@@ -5,10 +5,13 @@
 //! training flag and the dropout stream, all on one device. The network stays
 //! immutable, so many contexts (threads, batch sizes) can use one network.
 //!
-//! Buffers are allocated when the context is made and again only when the
-//! batch size (taken from the inputs) or the input-gradient setting changes;
-//! a training step allocates no tensors. Gradient buffers are allocated on the
-//! first backward pass, so an inference-only context never holds them.
+//! Buffers are allocated when the context is made; when the batch size or
+//! the time length (both taken from each call's inputs) changes, host buffers
+//! are resized within their capacity, so they grow to the largest call and
+//! are reused for smaller ones: once that has run, a training step allocates
+//! no tensors (on a device backend they are replaced when the size changes).
+//! Gradient buffers are allocated on the first backward pass, so an
+//! inference-only context never holds them.
 //!
 //! Dropout draws element `i` of layer `t` at step `s` from the Philox stream
 //! with key `mix(seed, t)` and block offset `s * 2^32`: every training forward
@@ -20,7 +23,7 @@ use crate::gradplan::GradPlan;
 use crate::layers::{batched, internal, Stream};
 use crate::network::Network;
 use verjus_core::ops;
-use verjus_core::{Backend, DType, Device, Error, Result, Shape, Tensor};
+use verjus_core::{Backend, DType, Device, Error, HostData, Result, Shape, Storage, Tensor};
 
 /// Per-invocation state. See the module docs.
 #[derive(Debug)]
@@ -28,6 +31,8 @@ pub struct Context {
     pub(crate) net_id: u64,
     device: Device,
     batch: usize,
+    /// The padded time length of the last call (0 for a network without sequences).
+    time: usize,
     train: bool,
     input_grads: bool,
     seed: u64,
@@ -47,6 +52,11 @@ pub struct Context {
     pub(crate) staging: Vec<Option<Tensor>>,
     pub(crate) plan: GradPlan,
     grads_allocated: bool,
+    /// Each example's length (int32 `[batch]`, on the device and on the host).
+    pub(crate) lengths: Tensor,
+    pub(crate) lengths_host: Vec<i32>,
+    /// Whether recurrent layers start from the state the last call ended in.
+    pub(crate) carry: bool,
 }
 
 impl Network {
@@ -59,10 +69,12 @@ impl Network {
             .map(|p| ops::zeros(be, p.value.shape(), DType::F32))
             .collect::<Result<Vec<_>>>()?;
         let max_inputs = self.nodes.iter().map(|n| n.inputs.len()).max().unwrap_or(0);
+        let time = usize::from(self.takes_sequences());
         let mut ctx = Context {
             net_id: self.id,
             device: be.device(),
             batch,
+            time,
             train: false,
             input_grads: false,
             seed: mix(self.seed, 0x5eed),
@@ -78,22 +90,54 @@ impl Network {
             staging: Vec::with_capacity(max_inputs),
             plan,
             grads_allocated: false,
+            lengths: ops::zeros(be, &Shape::new([batch])?, DType::I32)?,
+            lengths_host: vec![time as i32; batch],
+            carry: false,
         };
-        ctx.values = ctx.alloc_values(self, be, batch)?;
-        ctx.scratch = ctx.alloc_scratch(self, be, batch)?;
+        ops::fill(be, &mut ctx.lengths, time as f64)?;
+        ctx.values = ctx.alloc_values(self, be)?;
+        ctx.scratch = ctx.alloc_scratch(self, be)?;
         Ok(ctx)
     }
 }
 
 impl Context {
-    /// The batch size the buffers are allocated for.
+    /// The batch size of the last call (the one the buffers hold).
     pub fn batch(&self) -> usize {
         self.batch
     }
 
+    /// The padded time length `T` of the last call (0 for a network without
+    /// sequence inputs). A sequence output is time-major `[T * batch] + unit`:
+    /// frame `t` of example `b` is row `t * batch + b`.
+    pub fn time(&self) -> usize {
+        self.time
+    }
+
+    /// Each example's length in the last call (all `T` when it gave none).
+    pub fn lengths(&self) -> &[i32] {
+        &self.lengths_host
+    }
     /// Training mode: dropout is active. Off by default.
     pub fn set_train(&mut self, train: bool) {
         self.train = train;
+    }
+
+    /// Carried state: when on, every (unidirectional) LSTM starts each call
+    /// from the state the previous call of this context ended in (each
+    /// sequence's state after its last real frame), so a sampling loop or a
+    /// server steps one frame at a time without recomputing the prefix. Off
+    /// by default (every call starts from zeros). The state is read and
+    /// written with [`Network::state`] / [`Network::set_state`]; it resets to
+    /// zeros when the batch size changes. Gradients do not flow into an
+    /// earlier call (truncated backpropagation).
+    pub fn set_carry_state(&mut self, on: bool) {
+        self.carry = on;
+    }
+
+    /// Whether the context carries recurrent state from call to call.
+    pub fn carries_state(&self) -> bool {
+        self.carry
     }
 
     /// Whether the context is in training mode.
@@ -144,7 +188,9 @@ impl Context {
     }
 
     /// The gradient of network input `i` from the last backward pass, when
-    /// input gradients were requested with [`Context::set_input_grads`].
+    /// input gradients were requested with [`Context::set_input_grads`]. For
+    /// a sequence input it is time-major, `[T * batch] + unit` (row
+    /// `t * batch + b`), as the network holds the input.
     pub fn input_grad(&self, i: usize) -> Option<&Tensor> {
         if !self.backward_done || !self.plan.input_grads {
             return None;
@@ -169,13 +215,16 @@ impl Context {
         self.step
     }
 
-    /// Makes the buffers fit `batch` and the current settings; allocates only
-    /// when something changed, and replaces nothing unless all allocations succeed.
+    /// Makes the buffers fit `batch` examples of `time` frames and the current
+    /// settings. Host buffers are resized within their capacity, so once the
+    /// largest call has run, shorter and smaller ones allocate nothing; a
+    /// change of the gradient plan allocates afresh, replacing nothing unless
+    /// all allocations succeed.
     pub(crate) fn prepare(
         &mut self,
         net: &Network,
         be: &dyn Backend,
-        batch: usize,
+        (batch, time): (usize, usize),
         backward: bool,
     ) -> Result<()> {
         if self.net_id != net.id {
@@ -193,56 +242,48 @@ impl Context {
             });
         }
         let replan = self.plan.input_grads != self.input_grads;
-        let resize = batch != self.batch;
+        let resize = batch != self.batch || time != self.time;
         if !replan && !resize && (self.grads_allocated || !backward) {
             return Ok(());
         }
-        if !replan {
-            return self.reallocate(net, be, batch, backward, false, resize);
-        }
-        let old_plan = std::mem::replace(&mut self.plan, GradPlan::new(net, self.input_grads));
-        let result = self.reallocate(net, be, batch, backward, true, resize);
-        if result.is_err() {
-            self.plan = old_plan;
-        }
-        result
-    }
-
-    fn reallocate(
-        &mut self,
-        net: &Network,
-        be: &dyn Backend,
-        batch: usize,
-        backward: bool,
-        replan: bool,
-        resize: bool,
-    ) -> Result<()> {
-        let values = if resize {
-            Some(self.alloc_values(net, be, batch)?)
-        } else {
-            None
-        };
-        let scratch = if resize || replan {
-            Some(self.alloc_scratch(net, be, batch)?)
-        } else {
-            None
-        };
-        let grads =
-            if (backward || self.grads_allocated) && (resize || replan || !self.grads_allocated) {
-                Some(self.alloc_grads(be, batch)?)
-            } else {
-                None
-            };
-        if let Some(v) = values {
-            self.values = v;
-            self.batch = batch;
+        if resize {
             self.forward = None;
             self.backward_done = false;
+            (self.batch, self.time) = (batch, time);
+            if let Err(e) = self.refit_all(net, be) {
+                // Some buffers may have their new size: refit all on the next call.
+                self.batch = usize::MAX;
+                return Err(e);
+            }
         }
-        if let Some(s) = scratch {
-            self.scratch = s;
+        if replan {
+            let old_plan = std::mem::replace(&mut self.plan, GradPlan::new(net, self.input_grads));
+            let fresh = self.alloc_scratch(net, be).and_then(|s| {
+                let g = if self.grads_allocated || backward {
+                    Some(self.alloc_grads(net, be)?)
+                } else {
+                    None
+                };
+                Ok((s, g))
+            });
+            match fresh {
+                Ok((s, g)) => {
+                    self.scratch = s;
+                    if let Some((g, e)) = g {
+                        self.grads = g;
+                        self.param_edges = e;
+                        self.grads_allocated = true;
+                    }
+                    self.backward_done = false;
+                }
+                Err(e) => {
+                    self.plan = old_plan;
+                    return Err(e);
+                }
+            }
         }
-        if let Some((g, e)) = grads {
+        if backward && !self.grads_allocated {
+            let (g, e) = self.alloc_grads(net, be)?;
             self.grads = g;
             self.param_edges = e;
             self.grads_allocated = true;
@@ -251,25 +292,51 @@ impl Context {
         Ok(())
     }
 
-    fn alloc_values(&self, net: &Network, be: &dyn Backend, batch: usize) -> Result<Vec<Tensor>> {
-        let n_in = net.n_inputs;
-        net.value_units
-            .iter()
-            .enumerate()
-            .map(|(v, unit)| {
-                let live = v < n_in || net.nodes.get(v - n_in).is_some_and(|n| n.live);
-                let dims = if live { batched(batch, unit) } else { vec![0] };
-                ops::zeros(be, &Shape::new(dims)?, DType::F32)
+    /// Resizes every buffer that depends on the batch or the time length.
+    fn refit_all(&mut self, net: &Network, be: &dyn Backend) -> Result<()> {
+        let (batch, time) = (self.batch, self.time);
+        refit(be, &mut self.lengths, &[batch], 0.0)?;
+        for (v, t) in self.values.iter_mut().enumerate() {
+            refit(be, t, &value_dims(net, v, batch, time), 0.0)?;
+        }
+        let specs = self.scratch_specs(net, be)?;
+        for (bufs, spec) in self.scratch.iter_mut().zip(&specs) {
+            for (t, (dims, _, fill)) in bufs.iter_mut().zip(spec) {
+                refit(be, t, dims, *fill)?;
+            }
+        }
+        if self.grads_allocated {
+            for (s, g) in self.grads.iter_mut().enumerate() {
+                let v = self.plan.slots[s];
+                if let Some(g) = g {
+                    refit(
+                        be,
+                        g,
+                        &batched(rows(net, v, batch, time), &net.value_units[v]),
+                        0.0,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn alloc_values(&self, net: &Network, be: &dyn Backend) -> Result<Vec<Tensor>> {
+        (0..net.value_units.len())
+            .map(|v| {
+                let dtype = net.value_dtype(v);
+                ops::zeros(
+                    be,
+                    &Shape::new(value_dims(net, v, self.batch, self.time))?,
+                    dtype,
+                )
             })
             .collect()
     }
 
-    fn alloc_scratch(
-        &self,
-        net: &Network,
-        be: &dyn Backend,
-        batch: usize,
-    ) -> Result<Vec<Vec<Tensor>>> {
+    /// Per node: `(dims, dtype, fill)` of each scratch buffer at this batch and time.
+    fn scratch_specs(&self, net: &Network, be: &dyn Backend) -> Result<Vec<Vec<ScratchSpec>>> {
+        let n_in = net.n_inputs;
         net.nodes
             .iter()
             .enumerate()
@@ -277,13 +344,35 @@ impl Context {
                 if !node.live {
                     return Ok(Vec::new());
                 }
-                node.layer
-                    .scratch(&self.plan.needs_dx(t))
+                let needs_dx = self.plan.needs_dx(t);
+                let count = rows(net, n_in + t, self.batch, self.time);
+                let mut specs: Vec<ScratchSpec> = node
+                    .layer
+                    .scratch(&needs_dx)
                     .iter()
-                    .map(|s| {
-                        let mut buf = ops::zeros(be, &Shape::new(s.dims(batch))?, DType::F32)?;
-                        if s.fill != 0.0 {
-                            ops::fill(be, &mut buf, f64::from(s.fill))?;
+                    .map(|s| (s.dims(count), DType::F32, s.fill))
+                    .collect();
+                for f in node
+                    .layer
+                    .frame_scratch(be, self.time, self.batch, &needs_dx)?
+                {
+                    specs.push((f.dims, f.dtype, 0.0));
+                }
+                Ok(specs)
+            })
+            .collect()
+    }
+
+    fn alloc_scratch(&self, net: &Network, be: &dyn Backend) -> Result<Vec<Vec<Tensor>>> {
+        self.scratch_specs(net, be)?
+            .into_iter()
+            .map(|specs| {
+                specs
+                    .into_iter()
+                    .map(|(dims, dtype, fill)| {
+                        let mut buf = ops::zeros(be, &Shape::new(dims)?, dtype)?;
+                        if fill != 0.0 {
+                            ops::fill(be, &mut buf, f64::from(fill))?;
                         }
                         Ok(buf)
                     })
@@ -292,17 +381,14 @@ impl Context {
             .collect()
     }
 
-    fn alloc_grads(&self, be: &dyn Backend, batch: usize) -> Result<GradStores> {
+    fn alloc_grads(&self, net: &Network, be: &dyn Backend) -> Result<GradStores> {
         let grads = self
             .plan
             .slots
             .iter()
-            .map(|unit| {
-                Ok(Some(ops::zeros(
-                    be,
-                    &Shape::new(batched(batch, unit))?,
-                    DType::F32,
-                )?))
+            .map(|&v| {
+                let dims = batched(rows(net, v, self.batch, self.time), &net.value_units[v]);
+                Ok(Some(ops::zeros(be, &Shape::new(dims)?, DType::F32)?))
             })
             .collect::<Result<Vec<_>>>()?;
         let edges = self
@@ -367,6 +453,57 @@ impl Streams {
             offset: self.step.wrapping_mul(1 << 32),
         }
     }
+}
+
+/// A scratch buffer's dims, dtype and fill value.
+type ScratchSpec = (Vec<usize>, DType, f32);
+
+/// The rows of value `v`: `time * batch` for a sequence, else `batch`.
+pub(crate) fn rows(net: &Network, v: usize, batch: usize, time: usize) -> usize {
+    if net.value_seq[v] {
+        time.saturating_mul(batch)
+    } else {
+        batch
+    }
+}
+
+/// The dims of value `v`'s buffer (`[0]` for a value nothing reads).
+fn value_dims(net: &Network, v: usize, batch: usize, time: usize) -> Vec<usize> {
+    let n_in = net.n_inputs;
+    let live = v < n_in || net.nodes.get(v - n_in).is_some_and(|n| n.live);
+    if live {
+        batched(rows(net, v, batch, time), &net.value_units[v])
+    } else {
+        vec![0]
+    }
+}
+
+/// Gives `t` the shape `dims`: a host buffer is resized in place (allocating
+/// only beyond its capacity), a device buffer replaced. Elements are zero
+/// after a change (`fill` for scratch filled with it).
+pub(crate) fn refit(be: &dyn Backend, t: &mut Tensor, dims: &[usize], fill: f32) -> Result<()> {
+    if t.dims() == dims {
+        return Ok(());
+    }
+    let shape = Shape::new(dims.to_vec())?;
+    let dtype = t.dtype();
+    let n = shape.numel();
+    match t.storage_mut() {
+        Storage::Host(HostData::F32(v)) => v.resize(n, 0.0),
+        Storage::Host(HostData::I32(v)) => v.resize(n, 0),
+        Storage::Host(HostData::I64(v)) => v.resize(n, 0),
+        _ => {
+            *t = ops::zeros(be, &shape, dtype)?;
+            return if fill != 0.0 {
+                ops::fill(be, t, f64::from(fill))
+            } else {
+                Ok(())
+            };
+        }
+    }
+    let storage = std::mem::replace(t.storage_mut(), Storage::Host(HostData::F32(Vec::new())));
+    *t = Tensor::from_storage(shape, dtype, storage)?;
+    ops::fill(be, t, f64::from(fill))
 }
 
 /// The value-gradient store and the parameter-edge store, allocated together

@@ -26,8 +26,10 @@ use verjus_core::{Error, Result};
 pub use crate::interface::OutputDef;
 
 /// The current definition format: version 2 added named outputs
-/// (`{"name": "logits", "from": "fc3"}`).
-pub const FORMAT_VERSION: u32 = 2;
+/// (`{"name": "logits", "from": "fc3"}`), version 3 sequences (inputs with a
+/// dynamic time axis, `"dtype": "int32"` token inputs, and the layers
+/// `Embedding`, `LSTM`, `LastFrame`, `MeanOverTime`, `MaxOverTime`).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The version of a definition that does not say (the first one).
 fn first_version() -> u32 {
@@ -54,14 +56,7 @@ pub struct NetworkDef {
     pub outputs: Vec<OutputDef>,
 }
 
-/// A named network input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InputDef {
-    pub name: String,
-    /// The shape of one example, e.g. `[1, 28, 28]`.
-    pub shape: Vec<usize>,
-}
+pub use crate::seqdef::{InputDType, InputDef};
 
 /// One layer: a name, where its inputs come from, and what it is.
 ///
@@ -120,6 +115,18 @@ fn is_one(p: &Pair) -> bool {
 }
 fn is_zero(p: &Pair) -> bool {
     p.get() == [0, 0]
+}
+fn one_layer() -> usize {
+    1
+}
+fn is_one_layer(n: &usize) -> bool {
+    *n == 1
+}
+fn is_zero_f32(p: &f32) -> bool {
+    *p == 0.0
+}
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 fn last_axis() -> isize {
     -1
@@ -200,6 +207,33 @@ pub enum LayerConfig {
     Concat {
         axis: isize,
     },
+    /// A table of `vocab` learned vectors of size `dim`, looked up by the
+    /// int32 token ids of its input (per frame): `[..] -> [.., dim]`.
+    Embedding {
+        vocab: usize,
+        dim: usize,
+    },
+    /// A (stacked, optionally bidirectional) LSTM over a sequence `[T, B, F]`
+    /// with the call's lengths; output `[T, B, H]` (`[T, B, 2H]` when
+    /// bidirectional), zero past each sequence's length.
+    LSTM {
+        hidden: usize,
+        #[serde(default = "one_layer", skip_serializing_if = "is_one_layer")]
+        num_layers: usize,
+        /// Dropout on the outputs of every layer but the last (training only).
+        #[serde(default, skip_serializing_if = "is_zero_f32")]
+        dropout: f32,
+        #[serde(default, skip_serializing_if = "is_false")]
+        bidirectional: bool,
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        bias: bool,
+    },
+    /// Each sequence's frame at `length - 1` (a sequence needs a frame).
+    LastFrame,
+    /// The mean over each sequence's frames (0 for an empty sequence).
+    MeanOverTime,
+    /// The maximum over each sequence's frames (a sequence needs a frame).
+    MaxOverTime,
     /// A scope whose layers chain; its output is its last layer's.
     Sequential {
         layers: Vec<LayerDef>,
@@ -265,6 +299,9 @@ impl LayerConfig {
                 | LayerConfig::GELU
                 | LayerConfig::Flatten
                 | LayerConfig::Add
+                | LayerConfig::LastFrame
+                | LayerConfig::MeanOverTime
+                | LayerConfig::MaxOverTime
         )
     }
 
@@ -286,6 +323,11 @@ impl LayerConfig {
             LayerConfig::Reshape { .. } => "Reshape",
             LayerConfig::Add => "Add",
             LayerConfig::Concat { .. } => "Concat",
+            LayerConfig::Embedding { .. } => "Embedding",
+            LayerConfig::LSTM { .. } => "LSTM",
+            LayerConfig::LastFrame => "LastFrame",
+            LayerConfig::MeanOverTime => "MeanOverTime",
+            LayerConfig::MaxOverTime => "MaxOverTime",
             LayerConfig::Sequential { .. } => "Sequential",
             LayerConfig::Graph { .. } => "Graph",
         }
@@ -327,15 +369,33 @@ impl NetworkDef {
         text.expect("a NetworkDef always serializes")
     }
 
-    /// The oldest format version that reads this definition as meant: 2 when
-    /// an output is named apart from its layer, else 1.
+    /// The oldest format version that reads this definition as meant: 3 when
+    /// it has a sequence or int32 input or a sequence layer, 2 when an output
+    /// is named apart from its layer, else 1.
     pub fn required_version(&self) -> u32 {
-        if self.outputs.iter().any(OutputDef::is_renamed) {
+        if self.inputs.iter().any(InputDef::needs_version_3) || any_sequence_layer(&self.layers) {
+            3
+        } else if self.outputs.iter().any(OutputDef::is_renamed) {
             2
         } else {
             1
         }
     }
+}
+
+/// Whether a layer of `layers` (nested ones included) is one of version 3.
+fn any_sequence_layer(layers: &[LayerDef]) -> bool {
+    layers.iter().any(|l| match &l.config {
+        LayerConfig::Embedding { .. }
+        | LayerConfig::LSTM { .. }
+        | LayerConfig::LastFrame
+        | LayerConfig::MeanOverTime
+        | LayerConfig::MaxOverTime => true,
+        LayerConfig::Sequential { layers } | LayerConfig::Graph { layers, .. } => {
+            any_sequence_layer(layers)
+        }
+        _ => false,
+    })
 }
 
 #[cfg(test)]
@@ -405,9 +465,9 @@ mod tests {
         built_in_code.format_version = 1;
         assert!(built_in_code.to_json().contains("\"format_version\": 2"));
 
-        let too_new = named.replacen('{', r#"{"format_version": 3,"#, 1);
+        let too_new = named.replacen('{', r#"{"format_version": 4,"#, 1);
         let err = NetworkDef::from_json(&too_new).unwrap_err().to_string();
-        assert!(err.contains("format_version 3"), "{err}");
+        assert!(err.contains("format_version 4"), "{err}");
     }
 
     #[test]

@@ -5,27 +5,52 @@
 //! and its loss may run on different backends, and a context moves freely
 //! between threads.
 
-use crate::context::Context;
+use crate::context::{rows, Context};
 use crate::gradplan::{self, Src};
-use crate::layers::{batched, fmt_shape, internal, Backward, Forward, Inputs, ParamGrads, Params};
+use crate::layers::{
+    batched, fmt_shape, internal, Backward, Forward, Inputs, ParamGrads, Params, Seq,
+};
 use crate::network::Network;
+use crate::seqcheck;
 use verjus_core::{scoped, Backend, DType, Error, Result, Tensor};
 
 impl Network {
     /// Forward pass: `inputs[i]` is `[batch] + unit shape` of network input `i`
-    /// on `be`'s device. The batch size is taken from the inputs; the context's
-    /// buffers follow it. Results are read with [`Context::output`].
+    /// (`[batch, T] + unit shape` for a sequence input, batch-major and padded
+    /// to `T` frames) on `be`'s device. The batch size and time length are
+    /// taken from the inputs; the context's buffers follow them. Every
+    /// sequence has all `T` frames; see [`Network::compute_output_with_lengths`].
+    /// Results are read with [`Context::output`].
     pub fn compute_output(
         &self,
         be: &dyn Backend,
         ctx: &mut Context,
         inputs: &[&Tensor],
     ) -> Result<()> {
-        scoped(be, || self.forward_here(be, ctx, inputs))
+        scoped(be, || self.forward_here(be, ctx, inputs, None))
+    }
+
+    /// [`Network::compute_output`] with each example's length: int32
+    /// `[batch]`, each in `0..=T` (host or device). Frames at or past an
+    /// example's length are never read.
+    pub fn compute_output_with_lengths(
+        &self,
+        be: &dyn Backend,
+        ctx: &mut Context,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<()> {
+        scoped(be, || self.forward_here(be, ctx, inputs, lengths))
     }
 
     /// The body of [`Network::compute_output`], on the backend's thread.
-    fn forward_here(&self, be: &dyn Backend, ctx: &mut Context, inputs: &[&Tensor]) -> Result<()> {
+    fn forward_here(
+        &self,
+        be: &dyn Backend,
+        ctx: &mut Context,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<()> {
         let op = "Network::compute_output";
         if inputs.len() != self.n_inputs {
             return Err(Error::invalid(
@@ -45,29 +70,91 @@ impl Network {
                 .ok_or_else(|| Error::shape(op, "input 0", "a batch axis", t.shape()))?,
             None => ctx.batch(),
         };
+        let time = self.time_of(op, inputs)?;
         for (i, t) in inputs.iter().enumerate() {
-            let what = || format!("input {:?}", self.def().inputs[i].name);
-            check_tensor(op, be, what, batch, &self.value_units[i], t)?;
+            let def = &self.def().inputs[i];
+            let what = || format!("input {:?}", def.name);
+            let mut dims = vec![batch];
+            dims.extend(def.sequence.then_some(time));
+            dims.extend_from_slice(&def.shape);
+            let expected = || {
+                if def.sequence {
+                    format!(
+                        "{} (batch {batch}, padded length {time}, frame shape {})",
+                        fmt_shape(&dims),
+                        fmt_shape(&def.shape)
+                    )
+                } else {
+                    format!(
+                        "{} (batch {batch}, unit shape {})",
+                        fmt_shape(&dims),
+                        fmt_shape(&def.shape)
+                    )
+                }
+            };
+            check_tensor(op, be, what, &dims, expected, def.dtype.dtype(), t)?;
         }
-        ctx.prepare(self, be, batch, false)?;
+        if lengths.is_some() && !self.takes_sequences() {
+            return Err(Error::invalid(
+                op,
+                "lengths were given, but the network has no sequence input",
+            ));
+        }
+        ctx.prepare(self, be, (batch, time), false)?;
         ctx.forward = None;
+        seqcheck::set_lengths(be, ctx, lengths, batch, time)?;
         for (i, t) in inputs.iter().enumerate() {
-            verjus_core::ops::copy(be, t, &mut ctx.values[i])?;
+            if let Some((vocab, layer)) = &self.vocab[i] {
+                let name = &self.def().inputs[i].name;
+                seqcheck::check_tokens(be, name, t, &ctx.lengths_host, *vocab, layer)?;
+            }
+        }
+        for (i, t) in inputs.iter().enumerate() {
+            let dst = &mut ctx.values[i];
+            if self.value_seq[i] {
+                // Batch-major [B, T, ..] into time-major [T*B, ..].
+                let flat = dst.dims().to_vec();
+                let mut tb = vec![time, batch];
+                tb.extend_from_slice(&self.value_units[i]);
+                dst.reshape_in_place(tb)?;
+                let mut perm: Vec<usize> = (0..t.dims().len()).collect();
+                perm.swap(0, 1);
+                let result = verjus_core::ops::permute(be, t, &perm, dst);
+                dst.reshape_in_place(flat)?;
+                result?;
+                seqcheck::clear_padding(be, dst, &ctx.lengths_host)?;
+            } else {
+                verjus_core::ops::copy(be, t, dst)?;
+            }
         }
         let step = ctx.next_step();
         let streams = ctx.streams(step);
         let train = ctx.is_training();
+        let Context {
+            values,
+            scratch,
+            lengths,
+            lengths_host,
+            carry,
+            ..
+        } = &mut *ctx;
+        let seq = self.takes_sequences().then_some(Seq {
+            time,
+            batch,
+            lengths,
+            host: lengths_host,
+            carry: *carry,
+        });
         for (t, node) in self.nodes.iter().enumerate() {
             if !node.live {
                 continue;
             }
             let stream = streams.at(t);
-            let (before, after) = ctx.values.split_at_mut(self.n_inputs + t);
+            let (before, after) = values.split_at_mut(self.n_inputs + t);
             let y = after
                 .first_mut()
                 .ok_or_else(|| internal("value buffer missing"))?;
-            let scratch = ctx
-                .scratch
+            let scratch = scratch
                 .get_mut(t)
                 .ok_or_else(|| internal("scratch missing"))?;
             node.layer.forward(
@@ -85,11 +172,51 @@ impl Network {
                     scratch,
                     train,
                     stream,
+                    seq,
                 },
             )?;
         }
         ctx.forward = Some((train, step));
         Ok(())
+    }
+
+    /// The padded time length of the sequence inputs (which must agree), or 0.
+    fn time_of(&self, op: &str, inputs: &[&Tensor]) -> Result<usize> {
+        let mut time = None;
+        for (i, t) in inputs.iter().enumerate() {
+            let def = &self.def().inputs[i];
+            if !def.sequence {
+                continue;
+            }
+            let Some(&ti) = t.dims().get(1) else {
+                return Err(Error::shape(
+                    op,
+                    format!("input {:?}", def.name),
+                    "[batch, T, ...] (a sequence input)",
+                    t.shape(),
+                ));
+            };
+            match time {
+                Some(known) if known != ti => {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "the sequence inputs differ in padded length: {known} and {ti} (input {:?})",
+                            def.name
+                        ),
+                    ))
+                }
+                _ => time = Some(ti),
+            }
+        }
+        match time {
+            Some(0) => Err(Error::invalid(
+                op,
+                "the padded length T is 0: a sequence batch needs at least one frame",
+            )),
+            Some(t) => Ok(t),
+            None => Ok(0),
+        }
     }
 
     /// Backward pass after [`Network::compute_output`]: `output_grads[i]` is the
@@ -129,13 +256,30 @@ impl Network {
                 ),
             ));
         }
-        let batch = ctx.batch();
+        let (batch, time) = (ctx.batch(), ctx.time());
         for (k, t) in output_grads.iter().enumerate() {
             let (name, v) = &self.outputs[k];
             let what = || format!("gradient of output {name:?}");
-            check_tensor(op, be, what, batch, &self.value_units[*v], t)?;
+            let unit = &self.value_units[*v];
+            let dims = batched(rows(self, *v, batch, time), unit);
+            let expected = || {
+                if self.value_seq[*v] {
+                    format!(
+                        "{} (time-major: {time} frames of batch {batch}, unit shape {})",
+                        fmt_shape(&dims),
+                        fmt_shape(unit)
+                    )
+                } else {
+                    format!(
+                        "{} (batch {batch}, unit shape {})",
+                        fmt_shape(&dims),
+                        fmt_shape(unit)
+                    )
+                }
+            };
+            check_tensor(op, be, what, &dims, expected, DType::F32, t)?;
         }
-        ctx.prepare(self, be, batch, true)?;
+        ctx.prepare(self, be, (batch, time), true)?;
         ctx.backward_done = false;
         let streams = ctx.streams(step);
         let Context {
@@ -146,8 +290,18 @@ impl Network {
             scratch,
             staging,
             plan,
+            lengths,
+            lengths_host,
+            carry,
             ..
         } = ctx;
+        let seq = self.takes_sequences().then_some(Seq {
+            time,
+            batch,
+            lengths,
+            host: lengths_host,
+            carry: *carry,
+        });
         let n_in = self.n_inputs;
         for (t, node) in self.nodes.iter().enumerate().rev() {
             if !plan.run[t] {
@@ -191,6 +345,7 @@ impl Network {
                         scratch: &mut scratch[t],
                         train,
                         stream: streams.at(t),
+                        seq,
                     },
                 )
             };
@@ -216,12 +371,23 @@ impl Network {
 
     /// Inference: a fresh context (training off) over `inputs`, returning the outputs.
     pub fn transform(&self, be: &dyn Backend, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.transform_with_lengths(be, inputs, None)
+    }
+
+    /// [`Network::transform`] with each example's length (see
+    /// [`Network::compute_output_with_lengths`]).
+    pub fn transform_with_lengths(
+        &self,
+        be: &dyn Backend,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<Vec<Tensor>> {
         let batch = inputs
             .first()
             .and_then(|t| t.dims().first().copied())
             .unwrap_or(0);
         let mut ctx = self.new_context(be, batch)?;
-        self.compute_output(be, &mut ctx, inputs)?;
+        self.compute_output_with_lengths(be, &mut ctx, inputs, lengths)?;
         ctx.into_outputs(be)
     }
 
@@ -248,28 +414,20 @@ fn complete_value(
     result
 }
 
-/// A caller's tensor must be f32, `[batch] + unit`, on the backend's device;
-/// `what` names it in the error (built only then: this runs every step).
+/// A caller's tensor must have `dims` and `dtype`, on the backend's device;
+/// `what` and `expected` describe it in the error (built only then: this runs
+/// every step).
 fn check_tensor(
     op: &str,
     be: &dyn Backend,
     what: impl Fn() -> String,
-    batch: usize,
-    unit: &[usize],
+    dims: &[usize],
+    expected: impl Fn() -> String,
+    dtype: DType,
     t: &Tensor,
 ) -> Result<()> {
-    let dims = t.dims();
-    if dims.first() != Some(&batch) || &dims[1..] != unit {
-        return Err(Error::shape(
-            op,
-            what(),
-            format!(
-                "{} (batch {batch}, unit shape {})",
-                fmt_shape(&batched(batch, unit)),
-                fmt_shape(unit)
-            ),
-            t.shape(),
-        ));
+    if t.dims() != dims {
+        return Err(Error::shape(op, what(), expected(), t.shape()));
     }
     if t.device() != be.device() {
         return Err(Error::WrongDevice {
@@ -279,11 +437,11 @@ fn check_tensor(
             actual: t.device(),
         });
     }
-    if t.dtype() != DType::F32 {
+    if t.dtype() != dtype {
         return Err(Error::DTypeMismatch {
             op: op.into(),
             what: what(),
-            expected: DType::F32,
+            expected: dtype,
             actual: t.dtype(),
         });
     }

@@ -60,8 +60,9 @@ pub(crate) struct GradPlan {
     pub value_sum: Vec<Option<Sum>>,
     /// `(parameter, sum over its users' edges)` for shared parameters.
     pub param_sums: Vec<(usize, Sum)>,
-    /// Unit shapes of the value-gradient store (each buffer is `[batch] + unit`).
-    pub slots: Vec<Vec<usize>>,
+    /// Per buffer of the value-gradient store: the value whose gradient (or
+    /// a contribution to it) it holds, and whose shape it has.
+    pub slots: Vec<usize>,
     /// Shapes of the parameter-edge store.
     pub param_edges: Vec<Vec<usize>>,
 }
@@ -71,7 +72,9 @@ impl GradPlan {
         let n_in = net.n_inputs;
         let nodes = &net.nodes;
         let n_values = n_in + nodes.len();
-        let mut need = vec![input_grads; n_in];
+        let mut need: Vec<bool> = (0..n_in)
+            .map(|i| input_grads && net.value_dtype(i) == verjus_core::DType::F32)
+            .collect();
         need.resize(n_values, false);
         let mut run = vec![false; nodes.len()];
         for (t, node) in nodes.iter().enumerate() {
@@ -116,14 +119,13 @@ impl GradPlan {
             if !need[v] {
                 continue;
             }
-            let unit = &net.value_units[v];
             let consumers = &contributors[v];
             let outs = &outputs_of[v];
             let total = consumers.len() + outs.len();
             let src = if total == 1 && consumers.is_empty() {
                 Src::Output(outs[0])
             } else {
-                let slot = plan.new_slot(unit);
+                let slot = plan.new_slot(v);
                 plan.value_slot[v] = Some(slot);
                 if total == 1 {
                     let (t, k) = consumers[0];
@@ -131,7 +133,7 @@ impl GradPlan {
                 } else if total > 1 {
                     let mut sources = Vec::with_capacity(total);
                     for &(t, k) in consumers {
-                        let edge = plan.new_slot(unit);
+                        let edge = plan.new_slot(v);
                         plan.dx[t][k] = Some(edge);
                         sources.push(Src::Slot(edge));
                     }
@@ -139,7 +141,7 @@ impl GradPlan {
                     let spare = match (total > 2, sources[0]) {
                         (false, _) => None,
                         (true, Src::Slot(s)) => Some(s),
-                        (true, Src::Output(_)) => Some(plan.new_slot(unit)),
+                        (true, Src::Output(_)) => Some(plan.new_slot(v)),
                     };
                     plan.value_sum[v] = Some(Sum { sources, spare });
                 }
@@ -193,8 +195,8 @@ impl GradPlan {
         plan
     }
 
-    fn new_slot(&mut self, unit: &[usize]) -> usize {
-        self.slots.push(unit.to_vec());
+    fn new_slot(&mut self, value: usize) -> usize {
+        self.slots.push(value);
         self.slots.len() - 1
     }
 

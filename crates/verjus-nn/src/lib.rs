@@ -26,6 +26,14 @@
 //! Serving: the hot-swap [`Runner`] swaps networks under load, from memory or
 //! from a checkpoint folder, and can [`Runner::watch`] a folder for new ones.
 //!
+//! Sequences (definition format 3): inputs with a time axis whose length and
+//! per-example lengths come with each call
+//! ([`Network::compute_output_with_lengths`], [`Trainer::train_sequences`]),
+//! held time-major inside (`[T * batch] + unit`, so every per-example layer
+//! applies per frame); `Embedding`, `LSTM` and the time reductions; carried
+//! recurrent state for stepping one frame at a time
+//! ([`Context::set_carry_state`], [`Network::state`]).
+//!
 //! Gradients are summed wherever they meet (fan-outs, shared parameters), and
 //! parameter gradients are sums over the batch: a solver divides by the batch
 //! size it actually saw. [`Loss`] computes losses on the device with the same
@@ -60,6 +68,7 @@ pub mod def;
 mod descriptor;
 mod exec;
 mod folder;
+mod frame_loss;
 mod fuse;
 mod gradplan;
 mod graph;
@@ -70,7 +79,10 @@ mod loss;
 mod network;
 mod parameter;
 mod runner;
+mod seqcheck;
+mod seqdef;
 pub mod solver;
+mod state;
 mod trainer;
 mod transfer;
 mod watch;
@@ -78,7 +90,7 @@ pub mod weights;
 
 pub use atomic::write_atomic;
 pub use context::Context;
-pub use def::{InputDef, LayerConfig, LayerDef, NetworkDef, OutputDef, Pair};
+pub use def::{InputDType, InputDef, LayerConfig, LayerDef, NetworkDef, OutputDef, Pair};
 pub use descriptor::{Descriptor, Init, ParamDesc};
 pub use loss::Loss;
 pub use network::Network;

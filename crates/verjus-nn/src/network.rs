@@ -14,7 +14,7 @@ use crate::def::{InputDef, NetworkDef};
 use crate::descriptor::{Descriptor, ParamDesc};
 use crate::fuse;
 use crate::graph::{self, Source};
-use crate::layers::{self, fmt_shape, Layer, ParamSpec};
+use crate::layers::{self, fmt_shape, Layer, ParamSpec, TimeRule};
 use crate::parameter::{self, Parameter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use verjus_core::{Backend, Error, Result, Shape};
@@ -47,8 +47,13 @@ pub struct Network {
     pub(crate) trained: Vec<bool>,
     pub(crate) nodes: Vec<Node>,
     pub(crate) n_inputs: usize,
-    /// Unit shape per value.
+    /// Unit shape per value (of one frame, for a sequence).
     pub(crate) value_units: Vec<Vec<usize>>,
+    /// Per value: whether it is a sequence (stored time-major, `[T*B] + unit`).
+    pub(crate) value_seq: Vec<bool>,
+    /// Per network input: the vocabulary of the Embeddings reading it
+    /// (the smallest, when several do), for checking token ids.
+    pub(crate) vocab: Vec<Option<(usize, String)>>,
     /// `(name, value id)` per output.
     pub(crate) outputs: Vec<(String, usize)>,
 }
@@ -64,11 +69,14 @@ impl Network {
         let flat = graph::flatten(&def)?;
         let n_in = def.inputs.len();
         let mut value_units = Vec::with_capacity(n_in + flat.leaves.len());
+        let mut value_seq = Vec::with_capacity(n_in + flat.leaves.len());
         for input in &def.inputs {
             Shape::new(input.shape.clone())
                 .map_err(|e| Error::definition(&input.name, format!("bad input shape: {e}")))?;
             value_units.push(input.shape.clone());
+            value_seq.push(input.sequence);
         }
+        let mut vocab: Vec<Option<(usize, String)>> = vec![None; n_in];
         let mut position = vec![0; flat.leaves.len()];
         for (t, &l) in flat.order.iter().enumerate() {
             position[l] = t;
@@ -84,11 +92,21 @@ impl Network {
             let leaf = &flat.leaves[l];
             let ins: Vec<usize> = leaf.inputs.iter().map(|&s| value_of(s)).collect();
             let shapes: Vec<Vec<usize>> = ins.iter().map(|&v| value_units[v].clone()).collect();
-            let b = layers::build(&leaf.path, &leaf.def.config, &shapes)?;
+            let config = &leaf.def.config;
+            check_dtypes(&leaf.path, config, &ins, &def)?;
+            if let crate::def::LayerConfig::Embedding { vocab: v, .. } = *config {
+                let slot = &mut vocab[ins[0]];
+                if slot.as_ref().is_none_or(|(known, _)| v < *known) {
+                    *slot = Some((v, leaf.path.clone()));
+                }
+            }
+            let seq = time_of(&leaf.path, config, &ins, &value_seq, &def)?;
+            let b = layers::build(&leaf.path, config, &shapes)?;
             Shape::new(b.output.clone()).map_err(|e| {
                 Error::definition(&leaf.path, format!("output shape is too large: {e}"))
             })?;
             value_units.push(b.output.clone());
+            value_seq.push(seq);
             built.push((ins, shapes, b));
         }
 
@@ -198,6 +216,8 @@ impl Network {
             nodes,
             n_inputs: n_in,
             value_units,
+            value_seq,
+            vocab,
             outputs,
         })
     }
@@ -223,6 +243,26 @@ impl Network {
         &self.def.inputs
     }
 
+    /// Whether some input is a sequence (has a time axis).
+    pub fn takes_sequences(&self) -> bool {
+        self.def.inputs.iter().any(|i| i.sequence)
+    }
+
+    /// Whether output `i` is a sequence: [`crate::Context::output`] is then
+    /// time-major `[T * batch] + unit` (frame `t` of example `b` in row
+    /// `t * batch + b`).
+    pub fn output_is_sequence(&self, i: usize) -> bool {
+        self.outputs.get(i).is_some_and(|&(_, v)| self.value_seq[v])
+    }
+
+    /// The element type of value `v` (int32 only for token-id inputs).
+    pub(crate) fn value_dtype(&self, v: usize) -> verjus_core::DType {
+        self.def
+            .inputs
+            .get(v)
+            .map_or(verjus_core::DType::F32, |i| i.dtype.dtype())
+    }
+
     /// Name and unit shape of each output.
     pub fn output_shapes(&self) -> Vec<(String, Vec<usize>)> {
         self.outputs
@@ -244,6 +284,87 @@ impl Network {
     /// Total number of learnable scalars.
     pub fn parameter_count(&self) -> usize {
         self.parameters.iter().map(|p| p.value.numel()).sum()
+    }
+}
+
+/// Token ids (int32 inputs) feed Embeddings only, and Embeddings read only them.
+fn check_dtypes(
+    path: &str,
+    config: &crate::def::LayerConfig,
+    ins: &[usize],
+    def: &NetworkDef,
+) -> Result<()> {
+    let embedding = matches!(config, crate::def::LayerConfig::Embedding { .. });
+    for &v in ins {
+        let int = def
+            .inputs
+            .get(v)
+            .is_some_and(|i| i.dtype == crate::def::InputDType::I32);
+        if int != embedding {
+            let name = def
+                .inputs
+                .get(v)
+                .map_or("a layer output", |i| i.name.as_str());
+            let (expected, actual) = if embedding {
+                (
+                    "int32 token ids (a network input with \"dtype\": \"int32\")",
+                    "float32",
+                )
+            } else {
+                ("float32 values", "int32 token ids")
+            };
+            return Err(Error::definition(
+                path,
+                format!(
+                    "{} expects {expected}, got {actual} from {name:?}",
+                    config.kind()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a layer's output is a sequence, checking that its inputs are what
+/// its time rule needs.
+fn time_of(
+    path: &str,
+    config: &crate::def::LayerConfig,
+    ins: &[usize],
+    value_seq: &[bool],
+    def: &NetworkDef,
+) -> Result<bool> {
+    let seqs: Vec<bool> = ins.iter().map(|&v| value_seq[v]).collect();
+    let any = seqs.iter().any(|&s| s);
+    match layers::time_rule(config) {
+        TimeRule::PerFrame => {
+            if any && !seqs.iter().all(|&s| s) {
+                return Err(Error::definition(
+                    path,
+                    format!(
+                        "{} mixes sequence and per-example inputs (sequence: {seqs:?}); \
+                         reduce the sequences over time first",
+                        config.kind()
+                    ),
+                ));
+            }
+            Ok(any)
+        }
+        TimeRule::Sequence | TimeRule::Reduce if !any => Err(Error::definition(
+            path,
+            format!(
+                "{} expects a sequence input [T, B, ...] (from a network input with a null \
+                 time axis, e.g. {{\"shape\": [null, F]}}), got a per-example value{}",
+                config.kind(),
+                if def.inputs.iter().any(|i| i.sequence) {
+                    " (a time reduction came before it)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+        TimeRule::Sequence => Ok(true),
+        TimeRule::Reduce => Ok(false),
     }
 }
 

@@ -13,6 +13,11 @@
 //! does not fit is refused with an error naming the mismatch, and the old
 //! network keeps serving.
 //!
+//! A sequence model serves requests of any padded length and lengths
+//! ([`Runner::infer_with_lengths`]); a swap also checks that sequence inputs
+//! stay sequences of the same element type, and refuses a model whose
+//! Embedding has another vocabulary (its ids would mean other tokens).
+//!
 //! [`Runner::swap_from`] loads a checkpoint folder (built, weights loaded,
 //! everything checked) and swaps it in; [`Runner::watch`] does so whenever
 //! the folder changes.
@@ -95,6 +100,22 @@ impl Runner {
         Ok((outputs, served.generation))
     }
 
+    /// [`Runner::infer`] on a batch of sequences with each example's length
+    /// (int32 `[batch]`; see [`Network::compute_output_with_lengths`]). Each
+    /// call has its own padded length, so requests of any length are served
+    /// side by side.
+    pub fn infer_with_lengths(
+        &self,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<(Vec<Tensor>, u64)> {
+        let served = self.current();
+        let outputs = served
+            .network
+            .transform_with_lengths(&*self.be, inputs, lengths)?;
+        Ok((outputs, served.generation))
+    }
+
     /// Replaces the served network with `network` if it fits (see the module
     /// docs); returns the new generation. On an error nothing changes.
     pub fn swap(&self, network: Network) -> Result<u64> {
@@ -147,11 +168,48 @@ pub fn check_compatible(serving: &Network, candidate: &Network) -> Result<()> {
             .collect()
     };
     compare("input", &inputs(serving), &inputs(candidate))?;
+    check_sequences(serving, candidate)?;
     compare(
         "output",
         &serving.output_shapes(),
         &candidate.output_shapes(),
     )
+}
+
+/// The inputs must agree in kind (sequence or not, float or token ids), and
+/// token inputs in their vocabulary: ids mean other tokens in a model with
+/// another one.
+fn check_sequences(serving: &Network, candidate: &Network) -> Result<()> {
+    let kind = |i: &crate::def::InputDef| {
+        let dtype = match i.dtype {
+            crate::def::InputDType::F32 => "float32",
+            crate::def::InputDType::I32 => "int32 token ids",
+        };
+        let time = if i.sequence { "a sequence of" } else { "one" };
+        format!("{time} {dtype}")
+    };
+    let refuse = |why: String| Err(Error::invalid("Runner::swap", format!("refused: {why}")));
+    for (k, (old, new)) in serving.inputs().iter().zip(candidate.inputs()).enumerate() {
+        if old.sequence != new.sequence || old.dtype != new.dtype {
+            return refuse(format!(
+                "input {:?} takes {} in the serving network but {} in the new one",
+                old.name,
+                kind(old),
+                kind(new)
+            ));
+        }
+        if let (Some((a, la)), Some((b, lb))) = (&serving.vocab[k], &candidate.vocab[k]) {
+            if a != b {
+                return refuse(format!(
+                    "input {:?} has a vocabulary of {a} token ids in the serving network \
+                     (Embedding {la:?}) but {b} in the new one (Embedding {lb:?}): \
+                     a model with another vocabulary reads the ids as other tokens",
+                    old.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn compare(what: &str, old: &[(String, Vec<usize>)], new: &[(String, Vec<usize>)]) -> Result<()> {

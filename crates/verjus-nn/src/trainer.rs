@@ -24,7 +24,7 @@
 //! checkpoint stores that position, and a resumed run draws the same masks as
 //! an uninterrupted one.
 
-use crate::context::Context;
+use crate::context::{refit, Context};
 use crate::data::Dataset;
 use crate::loss::Loss;
 use crate::network::Network;
@@ -185,15 +185,38 @@ impl Trainer {
     /// A non-finite loss is an error, raised before the parameters change.
     pub fn train_minibatch(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, &Tensor)> {
         let be = BackendRef::clone(&self.be);
-        let (loss, batch) = scoped(&*be, || self.step(x, y))?;
+        let (loss, batch) = scoped(&*be, || self.step(x, None, y))?;
         let bufs = self.buffers.get(&batch).ok_or_else(|| {
             Error::invalid("train_minibatch", "the step kept no buffers for its batch")
         })?;
         Ok((loss, bufs.ctx.output(0)))
     }
 
-    /// The body of [`Trainer::train_minibatch`]; returns the loss and the batch size.
-    fn step(&mut self, x: &Tensor, y: &Tensor) -> Result<(f32, usize)> {
+    /// One training step on a batch of sequences: `x` padded and batch-major
+    /// (`[batch, T, ...]`), `lengths` int32 `[batch]` (each in `1..=T` where
+    /// the loss reads frames). For a network whose output is a sequence, `y`
+    /// holds integer targets `[batch, T]` and the loss is per frame
+    /// ([`Loss::compute_frames`]: the mean over real frames, the solver
+    /// normalising by their number); otherwise `y` is per example, as for
+    /// [`Trainer::train_minibatch`]. Returns the mean loss and the output
+    /// (time-major `[T * batch, ...]` for a sequence).
+    pub fn train_sequences(
+        &mut self,
+        x: &Tensor,
+        lengths: &Tensor,
+        y: &Tensor,
+    ) -> Result<(f32, &Tensor)> {
+        let be = BackendRef::clone(&self.be);
+        let (loss, batch) = scoped(&*be, || self.step(x, Some(lengths), y))?;
+        let bufs = self.buffers.get(&batch).ok_or_else(|| {
+            Error::invalid("train_minibatch", "the step kept no buffers for its batch")
+        })?;
+        Ok((loss, bufs.ctx.output(0)))
+    }
+
+    /// The body of [`Trainer::train_minibatch`] and [`Trainer::train_sequences`];
+    /// returns the loss and the batch size.
+    fn step(&mut self, x: &Tensor, lengths: Option<&Tensor>, y: &Tensor) -> Result<(f32, usize)> {
         let op = "train_minibatch";
         Self::check_network(&self.net)?;
         let batch = batch_of(op, x, y)?;
@@ -203,11 +226,19 @@ impl Trainer {
         bufs.ctx.set_step(self.dropout_step);
         let x = on_device(be, x, &mut bufs.x)?;
         let y = on_device(be, y, &mut bufs.y)?;
-        self.net.compute_output(be, &mut bufs.ctx, &[x])?;
+        self.net
+            .compute_output_with_lengths(be, &mut bufs.ctx, &[x], lengths)?;
         self.dropout_step = bufs.ctx.step();
         let out = bufs.ctx.output(0);
         let loss_grad = fit(be, &mut bufs.loss_grad, out.shape(), DType::F32)?;
-        let loss = self.loss.compute(be, out, y, Some(&mut *loss_grad))?;
+        // Per-frame losses are normalised by the number of real frames.
+        let (loss, norm) = if self.net.output_is_sequence(0) {
+            let lengths = bufs.ctx.lengths();
+            self.loss
+                .compute_frames(be, out, y, lengths, Some(&mut *loss_grad))?
+        } else {
+            (self.loss.compute(be, out, y, Some(&mut *loss_grad))?, batch)
+        };
         if !loss.is_finite() {
             // Only on this error path: are the parameters themselves gone?
             let params = self.net.named_parameters_host(be)?;
@@ -238,8 +269,40 @@ impl Trainer {
             .zip(&net.trained)
             .filter_map(|(pair, &trained)| trained.then_some(pair))
             .unzip();
-        self.solver.step(be, &mut params, &grads, batch)?;
+        self.solver.step(be, &mut params, &grads, norm)?;
         Ok((loss, batch))
+    }
+
+    /// The mean loss over one batch of sequences (as for
+    /// [`Trainer::train_sequences`]) in inference mode (no dropout, nothing
+    /// updated): per real frame for a sequence output, returned with the
+    /// number of real frames; per example otherwise, with the batch size.
+    /// Average several batches weighted by that count.
+    pub fn evaluate_sequences(
+        &mut self,
+        x: &Tensor,
+        lengths: &Tensor,
+        y: &Tensor,
+    ) -> Result<(f32, usize)> {
+        let be = BackendRef::clone(&self.be);
+        scoped(&*be, || {
+            Self::check_network(&self.net)?;
+            let batch = batch_of("evaluate_sequences", x, y)?;
+            let be: &dyn Backend = &*self.be;
+            let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
+            bufs.ctx.set_train(false);
+            let x = on_device(be, x, &mut bufs.x)?;
+            self.net
+                .compute_output_with_lengths(be, &mut bufs.ctx, &[x], Some(lengths))?;
+            let out = bufs.ctx.output(0);
+            if self.net.output_is_sequence(0) {
+                self.loss
+                    .compute_frames(be, out, y, bufs.ctx.lengths(), None)
+            } else {
+                let y = on_device(be, y, &mut bufs.y)?;
+                Ok((self.loss.compute(be, out, y, None)?, batch))
+            }
+        })
     }
 
     /// Checks `data`'s labels against the classes of the network's first output
@@ -363,8 +426,8 @@ fn on_device<'a>(
     Ok(slot.insert(ops::upload(be, t)?))
 }
 
-/// The tensor in `slot` when it has `shape` and `dtype` on `be`'s device, else a
-/// new zero one there.
+/// The tensor in `slot` given `shape` (resized within its capacity on the
+/// host) when it has `dtype` on `be`'s device, else a new zero one there.
 fn fit<'a>(
     be: &dyn Backend,
     slot: &'a mut Option<Tensor>,
@@ -372,7 +435,10 @@ fn fit<'a>(
     dtype: DType,
 ) -> Result<&'a mut Tensor> {
     let t = match slot.take() {
-        Some(t) if t.shape() == shape && t.dtype() == dtype && t.device() == be.device() => t,
+        Some(mut t) if t.dtype() == dtype && t.device() == be.device() => {
+            refit(be, &mut t, shape.dims(), 0.0)?;
+            t
+        }
         _ => ops::zeros(be, shape, dtype)?,
     };
     Ok(slot.insert(t))

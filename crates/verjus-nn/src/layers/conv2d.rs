@@ -70,13 +70,13 @@ pub(crate) fn build(path: &str, inputs: &[Vec<usize>], s: Settings) -> Result<Bu
         bound: default_bound(fan_in),
     };
     let mut specs = vec![ParamSpec {
-        role: "weight",
+        role: "weight".into(),
         shape: weight,
         init,
     }];
     if s.bias {
         specs.push(ParamSpec {
-            role: "bias",
+            role: "bias".into(),
             shape: vec![s.out_channels],
             init,
         });

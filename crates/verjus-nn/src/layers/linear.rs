@@ -73,13 +73,13 @@ pub(crate) fn build(
         bound: default_bound(fan_in),
     };
     let mut params = vec![ParamSpec {
-        role: "weight",
+        role: "weight".into(),
         shape: vec![out, fan_in],
         init,
     }];
     if bias {
         params.push(ParamSpec {
-            role: "bias",
+            role: "bias".into(),
             shape: vec![out],
             init,
         });

@@ -16,11 +16,17 @@ mod add;
 mod concat;
 mod conv2d;
 mod dropout;
+mod embedding;
+pub(crate) mod frames;
 mod linear;
+mod lstm;
 pub(crate) mod pool;
 mod reshape;
 mod softmax;
+mod time_reduce;
 
+#[cfg(test)]
+mod seq_tests;
 #[cfg(test)]
 mod tests;
 
@@ -28,7 +34,7 @@ use crate::def::LayerConfig;
 use crate::descriptor::Init;
 use crate::parameter::Parameter;
 use std::fmt;
-use verjus_core::{Backend, Error, Result, Tensor};
+use verjus_core::{Backend, DType, Error, Result, Tensor};
 
 /// A per-context buffer a layer asks for, filled with `fill` once at allocation.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,9 +72,71 @@ impl Scratch {
 /// A parameter a layer declares: role (`weight`), shape and initialiser.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ParamSpec {
-    pub role: &'static str,
+    pub role: String,
     pub shape: Vec<usize>,
     pub init: Init,
+}
+
+/// A per-context buffer whose shape depends on the call's time length and
+/// batch size (an LSTM's per-layer outputs, its reserve, index lists).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FrameScratch {
+    pub dims: Vec<usize>,
+    pub dtype: DType,
+}
+
+impl FrameScratch {
+    pub fn f32(dims: Vec<usize>) -> Self {
+        FrameScratch {
+            dims,
+            dtype: DType::F32,
+        }
+    }
+
+    pub fn i32(dims: Vec<usize>) -> Self {
+        FrameScratch {
+            dims,
+            dtype: DType::I32,
+        }
+    }
+}
+
+/// How a layer treats the time axis of sequence values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimeRule {
+    /// Applies to every frame alike: a sequence in, a sequence out (the
+    /// value's frames are its rows, so the layer never sees the time axis).
+    PerFrame,
+    /// Needs a sequence and gives one (LSTM).
+    Sequence,
+    /// Needs a sequence and gives one value per example (time reductions).
+    Reduce,
+}
+
+/// The time rule of a layer type.
+pub(crate) fn time_rule(config: &LayerConfig) -> TimeRule {
+    match config {
+        LayerConfig::LSTM { .. } => TimeRule::Sequence,
+        LayerConfig::LastFrame | LayerConfig::MeanOverTime | LayerConfig::MaxOverTime => {
+            TimeRule::Reduce
+        }
+        _ => TimeRule::PerFrame,
+    }
+}
+
+/// The time axis of one call: the padded length, the batch size and each
+/// example's length (int32 `[B]` on the device, and on the host).
+///
+/// A sequence value is stored time-major with time and batch merged into its
+/// first axis: frame `t` of example `b` is row `t * batch + b`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seq<'a> {
+    pub time: usize,
+    pub batch: usize,
+    pub lengths: &'a Tensor,
+    pub host: &'a [i32],
+    /// Whether recurrent layers start from the state the last call ended in.
+    pub carry: bool,
 }
 
 /// The result of building a layer from its config and input unit shapes.
@@ -140,6 +208,24 @@ impl ParamGrads<'_> {
         .ok_or_else(|| internal("parameter gradient missing"))
     }
 
+    /// The destinations of `N` different parameters at once.
+    pub fn several<const N: usize>(&mut self, js: [usize; N]) -> Result<[&mut Tensor; N]> {
+        let missing = || internal("parameter gradient missing");
+        let ParamGrads { dst, grads, edges } = self;
+        let mut grads: Vec<Option<&mut Tensor>> = grads.iter_mut().map(Some).collect();
+        let mut edges: Vec<Option<&mut Tensor>> = edges.iter_mut().map(Option::as_mut).collect();
+        let mut out = Vec::with_capacity(N);
+        for j in js {
+            let t = match dst.get(j) {
+                Some(ParamDst::Grad(p)) => grads.get_mut(*p).and_then(Option::take),
+                Some(ParamDst::Edge(e)) => edges.get_mut(*e).and_then(Option::take),
+                None => None,
+            };
+            out.push(t.ok_or_else(missing)?);
+        }
+        out.try_into().map_err(|_| missing())
+    }
+
     /// The destinations of two different parameters `j` and `k` at once.
     pub fn pair(&mut self, j: usize, k: usize) -> Result<(&mut Tensor, &mut Tensor)> {
         let missing = || internal("parameter gradient missing");
@@ -187,6 +273,8 @@ pub(crate) struct Forward<'a> {
     pub scratch: &'a mut [Tensor],
     pub train: bool,
     pub stream: Stream,
+    /// The time axis, when the network has sequence inputs.
+    pub seq: Option<Seq<'a>>,
 }
 
 /// Everything a backward computation reads and writes. `dx[k]` is `None` when
@@ -201,6 +289,8 @@ pub(crate) struct Backward<'a> {
     pub scratch: &'a mut [Tensor],
     pub train: bool,
     pub stream: Stream,
+    /// The time axis, when the network has sequence inputs.
+    pub seq: Option<Seq<'a>>,
 }
 
 /// A leaf layer's run-time behaviour.
@@ -214,6 +304,28 @@ pub(crate) trait Layer: Send + Sync + fmt::Debug {
         let _ = needs_dx;
         Vec::new()
     }
+    /// The recurrent state a call ends in (`(name, scratch index)`, `[B, H]`
+    /// each), which the next call starts from when the context carries state.
+    fn state(&self) -> Vec<(String, usize)> {
+        Vec::new()
+    }
+    /// Scratch buffers sized by the call's time length and batch size, after
+    /// those of [`Layer::scratch`]; only layers that see the time axis have any.
+    fn frame_scratch(
+        &self,
+        be: &dyn Backend,
+        time: usize,
+        batch: usize,
+        needs_dx: &[bool],
+    ) -> Result<Vec<FrameScratch>> {
+        let _ = (be, time, batch, needs_dx);
+        Ok(Vec::new())
+    }
+}
+
+/// The call's time axis, or an error naming the layer that needs one.
+pub(crate) fn need_seq<'a>(seq: Option<Seq<'a>>, kind: &str) -> Result<Seq<'a>> {
+    seq.ok_or_else(|| internal(&format!("{kind} ran without a time axis")))
 }
 
 /// An error for a broken internal invariant (never a user's mistake).
@@ -331,6 +443,27 @@ pub(crate) fn build(path: &str, config: &LayerConfig, inputs: &[Vec<usize>]) -> 
         LayerConfig::Reshape { shape } => reshape::build(path, inputs, shape.clone()),
         LayerConfig::Add => add::build(path, inputs),
         LayerConfig::Concat { axis } => concat::build(path, inputs, *axis),
+        LayerConfig::Embedding { vocab, dim } => embedding::build(path, inputs, *vocab, *dim),
+        LayerConfig::LSTM {
+            hidden,
+            num_layers,
+            dropout,
+            bidirectional,
+            bias,
+        } => lstm::build(
+            path,
+            inputs,
+            lstm::Settings {
+                hidden: *hidden,
+                layers: *num_layers,
+                dropout: *dropout,
+                bidirectional: *bidirectional,
+                bias: *bias,
+            },
+        ),
+        LayerConfig::LastFrame => time_reduce::build(path, inputs, time_reduce::Kind::Last),
+        LayerConfig::MeanOverTime => time_reduce::build(path, inputs, time_reduce::Kind::Mean),
+        LayerConfig::MaxOverTime => time_reduce::build(path, inputs, time_reduce::Kind::Max),
         LayerConfig::Sequential { .. } | LayerConfig::Graph { .. } => Err(Error::definition(
             path,
             "containers are flattened before layers are built",

@@ -114,6 +114,7 @@ fn run_layer(
         scratch: &mut scratch,
         train,
         stream,
+        seq: None,
     };
     built.layer.forward(be, forward).unwrap();
     let mut dx: Vec<Option<Tensor>> = xs.iter().map(|x| Some(zeros(be, x.dims()))).collect();
@@ -133,6 +134,7 @@ fn run_layer(
         scratch: &mut scratch,
         train,
         stream,
+        seq: None,
     };
     built.layer.backward(be, backward).unwrap();
     Outcome {

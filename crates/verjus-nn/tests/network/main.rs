@@ -17,6 +17,7 @@ mod gradcheck;
 mod interface;
 mod losses;
 mod runner;
+mod sequences;
 mod sharing;
 mod transfer;
 mod variable_batch;
