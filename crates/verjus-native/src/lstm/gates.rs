@@ -3,6 +3,7 @@
 //! backward. A row's gate columns come block by block (see `layout`), each
 //! block `[i | f | g | o]` of its units.
 
+use super::layout::BLOCK;
 use crate::simd::simd;
 use std::ops::Range;
 use verjus_core::math::fast::{sigmoid, tanh};
@@ -28,18 +29,36 @@ pub(super) fn forward_row(
                 }
             }
             for u in blocks {
-                let g = &mut g[4 * u.start..4 * u.end];
-                let (c, h) = (&mut c[u.clone()], &mut h[u.clone()]);
-                // One loop per case of `c_prev`, over iterators only, so that
-                // each compiles to straight vector code (no per-element
-                // branch or bounds check).
-                match c_prev {
-                    Some(cp) => cell_forward(g, c, h, cp[u].iter().copied()),
-                    None => cell_forward(g, c, h, std::iter::repeat(0.0)),
+                // A whole block as a loop of known length (one vector wide):
+                // of unknown length, it compiled to a vector loop of several
+                // vectors that a block never entered, and ran scalar.
+                match u.len() {
+                    BLOCK => block_forward(g, c, h, c_prev, u.start, BLOCK),
+                    n => block_forward(g, c, h, c_prev, u.start, n),
                 }
             }
         },
     );
+}
+
+/// The block of `n` units from `at` of [`forward_row`]: one loop per case of
+/// `c_prev`, over iterators only, so that each compiles to straight vector
+/// code (no per-element branch or bounds check).
+#[inline(always)]
+fn block_forward(
+    g: &mut [f32],
+    c: &mut [f32],
+    h: &mut [f32],
+    c_prev: Option<&[f32]>,
+    at: usize,
+    n: usize,
+) {
+    let g = &mut g[4 * at..][..4 * n];
+    let (c, h) = (&mut c[at..][..n], &mut h[at..][..n]);
+    match c_prev {
+        Some(cp) => cell_forward(g, c, h, cp[at..][..n].iter().copied()),
+        None => cell_forward(g, c, h, std::iter::repeat(0.0)),
+    }
 }
 
 /// The activations and the new state of one block, given `c_{t-1}` element by element.
@@ -79,23 +98,21 @@ pub(super) fn backward_row(
     db: Option<&mut [f32]>,
     blocks: impl Iterator<Item = Range<usize>>,
 ) {
-    let zeros = || std::iter::repeat(0.0);
     simd(
         #[inline(always)]
         || {
             for u in blocks {
-                let row = BackwardRow {
-                    a: &a[4 * u.start..4 * u.end],
-                    c_t: &c_t[u.clone()],
-                    dh: &mut dh[u.clone()],
-                    dc: &mut dc[u.clone()],
-                    dg: &mut dg[4 * u.start..4 * u.end],
+                // A whole block as a loop of known length (see `forward_row`).
+                let row = Block {
+                    a,
+                    c_t,
+                    c_prev,
+                    dy,
+                    at: u.start,
                 };
-                match (c_prev.map(|c| &c[u.clone()]), dy.map(|d| &d[u])) {
-                    (Some(cp), Some(dy)) => row.run(cp.iter().copied(), dy.iter().copied()),
-                    (Some(cp), None) => row.run(cp.iter().copied(), zeros()),
-                    (None, Some(dy)) => row.run(zeros(), dy.iter().copied()),
-                    (None, None) => row.run(zeros(), zeros()),
+                match u.len() {
+                    BLOCK => row.backward(BLOCK, dh, dc, dg),
+                    n => row.backward(n, dh, dc, dg),
                 }
             }
             if let Some(db) = db {
@@ -105,6 +122,39 @@ pub(super) fn backward_row(
             }
         },
     );
+}
+
+/// The inputs of one row of the backward gate loop, at the block of units from `at`.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    a: &'a [f32],
+    c_t: &'a [f32],
+    c_prev: Option<&'a [f32]>,
+    dy: Option<&'a [f32]>,
+    at: usize,
+}
+
+impl Block<'_> {
+    /// The block's `n` units: one loop per case of `c_{t-1}` and `dy` being given.
+    #[inline(always)]
+    fn backward(self, n: usize, dh: &mut [f32], dc: &mut [f32], dg: &mut [f32]) {
+        let at = self.at;
+        let row = BackwardRow {
+            a: &self.a[4 * at..][..4 * n],
+            c_t: &self.c_t[at..][..n],
+            dh: &mut dh[at..][..n],
+            dc: &mut dc[at..][..n],
+            dg: &mut dg[4 * at..][..4 * n],
+        };
+        let zeros = || std::iter::repeat(0.0);
+        let cp = self.c_prev.map(|c| &c[at..][..n]);
+        match (cp, self.dy.map(|d| &d[at..][..n])) {
+            (Some(cp), Some(dy)) => row.run(cp.iter().copied(), dy.iter().copied()),
+            (Some(cp), None) => row.run(cp.iter().copied(), zeros()),
+            (None, Some(dy)) => row.run(zeros(), dy.iter().copied()),
+            (None, None) => row.run(zeros(), zeros()),
+        }
+    }
 }
 
 /// The slices of one block of the backward gate loop.

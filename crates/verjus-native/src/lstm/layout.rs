@@ -17,7 +17,7 @@ use std::ops::Range;
 use verjus_core::ops::LstmPlan;
 
 /// Units in a block of the blocked order: one AVX-512 vector.
-const BLOCK: usize = 16;
+pub(super) const BLOCK: usize = 16;
 
 /// Below this many multiply-adds a step's recurrent GEMM runs on one thread.
 const STEP_WORK: usize = 1 << 20;
