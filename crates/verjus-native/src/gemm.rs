@@ -122,6 +122,66 @@ pub(crate) fn sgemm_on(
     Ok(())
 }
 
+/// `c[m x n] = a[m x k] @ b[k x n] (+ c when `accumulate`)` on the calling
+/// thread, every operand row-major with its own row stride (`ldc`, `lda`,
+/// `ldb` elements): for callers that run the products of disjoint column
+/// blocks of one buffer on several threads themselves (the LSTM's steps).
+///
+/// # Safety
+/// `a`, `b` must be valid for reads and `c` for writes of their `m x k`,
+/// `k x n`, `m x n` extents at the given strides, and no other thread may
+/// write what this product reads or touch what it writes while it runs.
+#[allow(clippy::too_many_arguments)] // mirrors the BLAS signature
+pub(crate) unsafe fn sgemm_strided(
+    m: usize,
+    n: usize,
+    k: usize,
+    c: *mut f32,
+    ldc: usize,
+    a: *const f32,
+    lda: usize,
+    b: *const f32,
+    ldb: usize,
+    accumulate: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for r in 0..m {
+                // SAFETY: row r of `c` holds n elements (the caller's contract).
+                unsafe { std::slice::from_raw_parts_mut(c.add(r * ldc), n) }.fill(0.0);
+            }
+        }
+        return;
+    }
+    // SAFETY: the caller's contract covers every read and write.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c,
+            1,
+            ldc as isize,
+            accumulate,
+            a,
+            1,
+            lda as isize,
+            b,
+            1,
+            ldb as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
 /// A matrix as the `gemm` crate sees it: data with column and row strides.
 struct Strided<T> {
     data: T,

@@ -1,0 +1,88 @@
+//! The fused LSTM: a sequence with per-sequence lengths, and one step.
+//!
+//! The reserve holds what the backward needs and nothing else: the gate
+//! activations `[T, B, 4H]` (columns in the order of [`layout`]) and the cell
+//! states `[T, B, H]`; `h_{t-1}` is read back from the outputs `y` (a finished
+//! sequence's output rows are 0, and its gate rows are never used). The
+//! forward and backward run their steps on several threads at once
+//! ([`team`]), each thread owning a block of hidden units; a cell step is the
+//! same code with `T = 1` and no lengths, on the calling thread.
+
+mod backward;
+mod forward;
+mod gates;
+mod layout;
+mod team;
+
+pub(crate) use backward::backward;
+pub(crate) use forward::forward;
+
+use crate::scratch::Scratch;
+use verjus_core::ops::{check_lengths, LstmArgs, LstmPlan};
+use verjus_core::{Error, Result, Tensor};
+
+/// f32 elements of the reserve: activations `[T, B, 4H]`, then cells `[T, B, H]`.
+pub(crate) fn reserve_len(plan: &LstmPlan) -> usize {
+    plan.steps * plan.batch * 5 * plan.hidden
+}
+
+/// The operands as host slices.
+struct Operands<'a> {
+    x: &'a [f32],
+    lengths: Option<&'a [i32]>,
+    h0: Option<&'a [f32]>,
+    c0: Option<&'a [f32]>,
+    w_ih: &'a [f32],
+    w_hh: &'a [f32],
+    bias: Option<(&'a [f32], &'a [f32])>,
+}
+
+impl<'a> Operands<'a> {
+    fn new(op: &str, plan: &LstmPlan, args: &LstmArgs<'a>) -> Result<Self> {
+        let lengths = args.lengths.map(|l| l.as_slice::<i32>()).transpose()?;
+        if let Some(l) = lengths {
+            check_lengths(op, l, plan.steps)?;
+        }
+        let slice = |t: Option<&'a Tensor>| t.map(|t| t.as_slice::<f32>()).transpose();
+        let bias = match (slice(args.b_ih)?, slice(args.b_hh)?) {
+            (Some(bi), Some(bh)) => Some((bi, bh)),
+            _ => None,
+        };
+        Ok(Operands {
+            x: args.x.as_slice()?,
+            lengths,
+            h0: slice(args.h0)?,
+            c0: slice(args.c0)?,
+            w_ih: args.w_ih.as_slice()?,
+            w_hh: args.w_hh.as_slice()?,
+            bias,
+        })
+    }
+
+    /// Whether sequence `b` still runs at frame `t`.
+    #[inline(always)]
+    fn active(&self, b: usize, t: usize) -> bool {
+        self.lengths.is_none_or(|l| t < l[b] as usize)
+    }
+
+    /// Sequence `b`'s length (`steps` without lengths).
+    fn length(&self, b: usize, steps: usize) -> usize {
+        self.lengths.map_or(steps, |l| l[b] as usize)
+    }
+}
+
+/// The calling thread's scratch buffer, at least `len` elements.
+fn take_scratch(op: &str, len: usize) -> Result<Scratch> {
+    Scratch::take(len).ok_or_else(|| Error::Device {
+        device: "cpu".into(),
+        msg: format!("{op}: cannot allocate {len} floats of scratch"),
+    })
+}
+
+/// `dst = src`, or 0 without a source.
+fn fill_or_copy(dst: &mut [f32], src: Option<&[f32]>) {
+    match src {
+        Some(s) => dst.copy_from_slice(&s[..dst.len()]),
+        None => dst.fill(0.0),
+    }
+}
