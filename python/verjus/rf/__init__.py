@@ -86,6 +86,14 @@ import numpy as np
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf import init
+from verjus.rf.attention import (
+    CausalSelfAttention,
+    CausalSelfAttentionState,
+    CrossAttention,
+    SelfAttention,
+    SelfAttentionBase,
+    dot_attention,
+)
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
@@ -143,6 +151,12 @@ from verjus.rf.zoneout import ZoneoutLSTM
 globals().update(_verjus.rf_exports)
 
 __all__ = [
+    "CausalSelfAttention",
+    "CausalSelfAttentionState",
+    "CrossAttention",
+    "SelfAttention",
+    "SelfAttentionBase",
+    "dot_attention",
     "LSTM",
     "SGD",
     "Adam",
