@@ -33,7 +33,11 @@ class Qkv:
     dynamic key dim of ``LENS``."""
 
     def __init__(self, lens: list[int] = LENS, t: int = T) -> None:
-        self.heads, self.d, self.dv = rf.Dim(H, name="h"), rf.Dim(D, name="d"), rf.Dim(DV, name="dv")
+        self.heads, self.d, self.dv = (
+            rf.Dim(H, name="h"),
+            rf.Dim(D, name="d"),
+            rf.Dim(DV, name="dv"),
+        )
         self.time = rf.Dim(t, name="t")
         lengths = rf.convert_to_tensor(np.array(lens, np.int32), dims=[rf.batch_dim])
         self.keys = rf.Dim(lengths, name="s")
@@ -57,12 +61,16 @@ class Qkv:
 
 
 def test_against_torch_sdpa_with_key_padding() -> None:
-    torch = pytest.importorskip("torch", reason="torch's scaled_dot_product_attention is the reference")
+    torch = pytest.importorskip(
+        "torch", reason="torch's scaled_dot_product_attention is the reference"
+    )
     s = Qkv()
     out, grads = s.run()
     q, k, v = (torch.tensor(a, requires_grad=True) for a in (s.qv, s.kv, s.vv))
     mask = torch.arange(max(s.lens))[None, :] < torch.tensor(s.lens)[:, None]
-    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask[:, None, None, :]
+    )
     (ref * torch.from_numpy(s.r)).sum().backward()
     np.testing.assert_allclose(out, ref.detach().numpy(), **VALUE_TOL)
     for mine, theirs, name in zip(grads, (q, k, v), "qkv", strict=True):
@@ -77,14 +85,18 @@ def test_padded_keys_get_no_weight() -> None:
     s = Qkv()
     out, _ = s.run()
     s.vv[:, :, :, :] = np.where(
-        np.arange(max(s.lens))[None, None, :, None] >= np.array(s.lens)[:, None, None, None], 1e6, s.vv
+        np.arange(max(s.lens))[None, None, :, None] >= np.array(s.lens)[:, None, None, None],
+        1e6,
+        s.vv,
     )
     out2, _ = s.run()
     np.testing.assert_array_equal(out, out2)
 
 
 def test_causal_against_torch() -> None:
-    torch = pytest.importorskip("torch", reason="torch's scaled_dot_product_attention is the reference")
+    torch = pytest.importorskip(
+        "torch", reason="torch's scaled_dot_product_attention is the reference"
+    )
     s = Qkv(lens=[T, T, T])
     time = s.keys = rf.Dim(T, name="t")
     s.time = time
@@ -131,15 +143,16 @@ def test_causal_steps_equal_full_causal_self_attention() -> None:
     rf.set_random_seed(3)
     att = _self_att(rf.CausalSelfAttention, in_dim)
     xv = rng(5).standard_normal((2, 4, 5)).astype(np.float32)
-    x = rf.convert_to_tensor(xv, dims=[rf.batch_dim, time, in_dim])
+    batch = rf.Dim(2, name="b")
+    x = rf.convert_to_tensor(xv, dims=[batch, time, in_dim])
     full, _ = att(x, axis=time)
-    full = full.copy_transpose([rf.batch_dim, time, att.out_dim]).numpy()
-    state = att.default_initial_state(batch_dims=[rf.batch_dim])
+    full = full.copy_transpose([batch, time, att.out_dim]).numpy()
+    state = att.default_initial_state(batch_dims=[batch])
     for t in range(4):
-        xt = rf.convert_to_tensor(xv[:, t], dims=[rf.batch_dim, in_dim])
+        xt = rf.convert_to_tensor(xv[:, t], dims=[batch, in_dim])
         y, state = att(xt, axis=rf.single_step_dim, state=state)
         np.testing.assert_allclose(
-            y.copy_transpose([rf.batch_dim, att.out_dim]).numpy(), full[:, t], **VALUE_TOL
+            y.copy_transpose([batch, att.out_dim]).numpy(), full[:, t], **VALUE_TOL
         )
 
 
@@ -158,13 +171,15 @@ def test_against_returnn_on_its_torch_backend(kind: str) -> None:
     torch = pytest.importorskip("torch", reason="RETURNN's rf runs on its torch backend")
     pytest.importorskip("returnn", reason="RETURNN's own attention modules are the reference")
     import returnn.frontend as rrf
-    from returnn.tensor import Dim, Tensor, batch_dim
+    from returnn.tensor import Dim, Tensor
 
     rrf.select_backend_torch()
     lens = [4, 2, 3]
     xv = rng(6).standard_normal((3, 4, 5)).astype(np.float32)
     ev = rng(7).standard_normal((3, 4, 5)).astype(np.float32)
     rv = rng(8).standard_normal((3, 4, 7)).astype(np.float32)
+    valid = np.arange(4)[None, :] < np.array(lens)[:, None]
+    rv[~valid] = 0.0  # the loss reads valid frames only (padded outputs are unspecified)
 
     def build(m: object, dim_cls: type, as_int: bool) -> object:
         in_dim, proj = dim_cls(5, name="in"), dim_cls(7, name="proj")
@@ -192,7 +207,9 @@ def test_against_returnn_on_its_torch_backend(kind: str) -> None:
 
     # theirs
     tb = Dim(3, name="b")
-    tt = Dim(Tensor("l", [tb], dtype="int32", raw_tensor=torch.tensor(lens, dtype=torch.int32)), name="t")
+    tt = Dim(
+        Tensor("l", [tb], dtype="int32", raw_tensor=torch.tensor(lens, dtype=torch.int32)), name="t"
+    )
     t_in = theirs.in_dim if kind != "CrossAttention" else theirs.query_in_dim
 
     def t_tensor(a: np.ndarray, dims: list) -> Tensor:
@@ -212,10 +229,7 @@ def test_against_returnn_on_its_torch_backend(kind: str) -> None:
     )
     order = [rf.batch_dim, mt, mine.out_dim]
     rf.reduce_sum(my * rf.convert_to_tensor(rv, dims=order), axis=order).backward()
-    valid = np.arange(4)[None, :] < np.array(lens)[:, None]
-    np.testing.assert_allclose(
-        my.numpy()[valid], ty.detach().numpy()[valid], **VALUE_TOL
-    )
+    np.testing.assert_allclose(my.numpy()[valid], ty.detach().numpy()[valid], **VALUE_TOL)
     for name, p in theirs.named_parameters():
         ours = dict(mine.named_parameters())[name].grad.numpy()
         np.testing.assert_allclose(ours, p.raw_tensor.grad.numpy(), **GRAD_TOL, err_msg=name)
@@ -230,7 +244,7 @@ def test_bad_input() -> None:
     q = leaf(s.qv, [*bd, s.time, s.d])
     k = leaf(s.kv, [*bd, s.keys, s.d])
     v_no_axis = leaf(s.vv[:, :, 0], [*bd, s.dv])
-    with pytest.raises(Exception, match="values .* must have the attention axis"):
+    with pytest.raises(Exception, match=r"values .* must have the attention axis"):
         rf.dot_attention(q, k, v_no_axis, key_dim=s.d, axis=s.keys)
     other_d = rf.Dim(D, name="other")
     q2 = leaf(s.qv, [*bd, s.time, other_d])

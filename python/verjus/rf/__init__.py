@@ -86,6 +86,7 @@ import numpy as np
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf import init
+from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
     CausalSelfAttention,
     CausalSelfAttentionState,
@@ -94,7 +95,6 @@ from verjus.rf.attention import (
     SelfAttentionBase,
     dot_attention,
 )
-from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
     Conv1d,
@@ -151,19 +151,16 @@ from verjus.rf.zoneout import ZoneoutLSTM
 globals().update(_verjus.rf_exports)
 
 __all__ = [
-    "CausalSelfAttention",
-    "CausalSelfAttentionState",
-    "CrossAttention",
-    "SelfAttention",
-    "SelfAttentionBase",
-    "dot_attention",
     "LSTM",
     "SGD",
     "Adam",
     "AdamW",
     "BatchNorm",
+    "CausalSelfAttention",
+    "CausalSelfAttentionState",
     "Conv1d",
     "Conv2d",
+    "CrossAttention",
     "Dim",
     "Dropout",
     "Embedding",
@@ -179,6 +176,8 @@ __all__ = [
     "ParameterList",
     "RMSNorm",
     "RunCtx",
+    "SelfAttention",
+    "SelfAttentionBase",
     "Sequential",
     "State",
     "Tensor",
@@ -187,6 +186,7 @@ __all__ = [
     "conv",
     "convert_to_tensor",
     "cum_concat_step",
+    "dot_attention",
     "dropout",
     "gather",
     "gating",

@@ -156,7 +156,9 @@ class SelfAttentionBase(Module):
         from verjus import rf
 
         qkv = self.qkv(source)
-        qkv = rf.split_dims(qkv, axis=self.qkv_dim_total, dims=(self.num_heads, self.qkv_dim_per_head))
+        qkv = rf.split_dims(
+            qkv, axis=self.qkv_dim_total, dims=(self.num_heads, self.qkv_dim_per_head)
+        )
         q, k, v = rf.split(
             qkv,
             axis=self.qkv_dim_per_head,
@@ -348,7 +350,9 @@ class CrossAttention(Module):
         from verjus import rf
 
         q = self.q(source)
-        return rf.split_dims(q, axis=self.key_dim_total, dims=(self.num_heads, self.key_dim_per_head))
+        return rf.split_dims(
+            q, axis=self.key_dim_total, dims=(self.num_heads, self.key_dim_per_head)
+        )
 
     def __call__(self, q: Tensor, encoder: State) -> Tensor:
         """Attends from ``q`` over the transformed encoder.
