@@ -1447,6 +1447,36 @@ def rf_pool(
     :rtype: tuple[Tensor, list[Dim]]
     """
 
+def rf_fused_dot_attention(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    *,
+    key_dim: Dim,
+    axis: Dim,
+    causal_query_spatial_dim: Dim | None = None,
+    scale: float | None = None,
+) -> Tensor:
+    """Fused scaled dot-product attention (RETURNN's backend
+    ``scaled_dot_product_attention`` without dropout): the scores
+    ``scale * query . keys`` over ``key_dim``, a softmax over ``axis`` in which
+    keys of padded frames (and, when causal, later frames) get no weight, and
+    the weighted sum of ``values`` over ``axis``, in one op whose backward
+    recomputes the weights (no score tensor is kept).
+
+    :param Tensor query: over ``{batch dims..., query dims..., key_dim}``
+      (the query dims may be none, several, or ``axis`` itself)
+    :param Tensor keys: over ``{batch dims..., axis, key_dim}``
+    :param Tensor values: over ``{batch dims..., axis, value feature dim}``
+    :param Dim key_dim: the dim reduced for the scores
+    :param Dim axis: the keys' frames, softmax and sum over it
+    :param Dim | None causal_query_spatial_dim: if given, query position ``i``
+      sees keys ``0..=i`` (the query's only non-batch dim, as long as ``axis``)
+    :param float | None scale: default ``key_dim ** -0.5``
+    :return: over ``{batch dims..., query dims..., value feature dim}``
+    :rtype: Tensor
+    """
+
 rf_exports: dict[str, Any]
 
 def host_memory_stats() -> tuple[int, int]:

@@ -130,6 +130,8 @@ macro_rules! __conformance_list {
             lstm_cell => $crate::checks::lstm_cell,
             lstm_cell_backward => $crate::checks::lstm_cell_backward,
             lstm_lengths_equal_sequences_alone => $crate::checks::lstm_lengths_equal_sequences_alone,
+            attention => $crate::checks::attention,
+            attention_backward => $crate::checks::attention_backward,
             gradcheck_unary => $crate::gradcheck::unary,
             gradcheck_binary => $crate::gradcheck::binary,
             gradcheck_reduce => $crate::gradcheck::reduce,
@@ -146,6 +148,7 @@ macro_rules! __conformance_list {
             gradcheck_gemm => $crate::gradcheck::gemm,
             gradcheck_lstm_sequence => $crate::gradcheck::lstm_sequence,
             gradcheck_lstm_cell => $crate::gradcheck::lstm_cell,
+            gradcheck_attention => $crate::gradcheck::attention,
             errors_wrong_shapes => $crate::errors::wrong_shapes,
             errors_wrong_dtypes => $crate::errors::wrong_dtypes,
             errors_out_of_range_indices => $crate::errors::out_of_range_indices,
@@ -153,6 +156,7 @@ macro_rules! __conformance_list {
             errors_invalid_arguments => $crate::errors::invalid_arguments,
             errors_foreign_devices => $crate::errors::foreign_devices,
             errors_lstm => $crate::errors::lstm,
+            errors_attention => $crate::errors::attention,
             no_panic_on_any_shape => $crate::proptests::no_panic_on_any_shape,
         }
     };

@@ -6,6 +6,8 @@
 //! are satisfiable (no check demands something the documented semantics do not),
 //! and they are sharp (a plausible kernel bug does not slip through).
 
+#[path = "reference_backend/attention.rs"]
+mod attention;
 #[path = "reference_backend/lstm.rs"]
 mod lstm;
 
@@ -14,9 +16,10 @@ use verjus_conformance::array::Array;
 use verjus_conformance::reference as r;
 use verjus_conformance::{checks, errors, gradcheck, proptests};
 use verjus_core::ops::{
-    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, GemmSpec, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs,
-    LstmPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, GemmSpec, IndexPlan,
+    LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, PoolKind,
+    ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{
     Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
@@ -49,6 +52,8 @@ enum Bug {
     LstmIgnoresLengths,
     /// The LSTM backward ignores the gradient of the final cell state.
     LstmBackwardDropsCellGradient,
+    /// Attention lets padded keys take weight (the key lengths are ignored).
+    AttentionIgnoresLengths,
 }
 
 /// The reference implementations behind the `Backend` trait, on host memory.
@@ -500,6 +505,26 @@ impl Backend for ReferenceBackend {
         let drop_dc = self.has(Bug::LstmBackwardDropsCellGradient);
         lstm::backward("lstm_cell_backward", args, dout, grads, true, drop_dc)
     }
+    fn attention(
+        &self,
+        _plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &mut Tensor,
+        lse: &mut Tensor,
+    ) -> Result<()> {
+        attention::forward(args, out, lse, self.has(Bug::AttentionIgnoresLengths))
+    }
+    fn attention_backward(
+        &self,
+        _plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        _out: &Tensor,
+        _lse: &Tensor,
+        dout: &Tensor,
+        grads: AttentionGrads<'_>,
+    ) -> Result<()> {
+        attention::backward(args, dout, grads, self.has(Bug::AttentionIgnoresLengths))
+    }
 }
 
 /// Max pooling's gradient routed to the *last* maximum of each window (the bug).
@@ -625,4 +650,10 @@ fn lstm_gradient_checks_catch_a_dropped_cell_gradient() {
     );
     catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_sequence);
     catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_cell);
+}
+
+#[test]
+fn attention_checks_catch_an_ignored_key_mask() {
+    catches(Bug::AttentionIgnoresLengths, checks::attention);
+    catches(Bug::AttentionIgnoresLengths, checks::attention_backward);
 }

@@ -10,9 +10,10 @@
 //! `index_add`, which accumulates, and the optimizer updates, which update in place).
 
 use crate::ops::{
-    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -340,5 +341,29 @@ pub trait Backend: Send + Sync + fmt::Debug {
         grads: LstmGrads<'_>,
     ) -> Result<()> {
         unsupported!(self, "lstm_cell_backward")
+    }
+
+    /// Fused scaled dot-product attention (see [`crate::ops::attention`]).
+    fn attention(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &mut Tensor,
+        lse: &mut Tensor,
+    ) -> Result<()> {
+        unsupported!(self, "attention")
+    }
+
+    /// The gradients of [`Backend::attention`] (see [`crate::ops::attention_backward`]).
+    fn attention_backward(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &Tensor,
+        lse: &Tensor,
+        dout: &Tensor,
+        grads: AttentionGrads<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "attention_backward")
     }
 }

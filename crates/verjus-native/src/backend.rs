@@ -1,13 +1,14 @@
 //! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
 
 use crate::{
-    concat, conv, dropout, elementwise, gemm, index, loss, lstm, memory, optim, permute, pool,
-    reduce, select, softmax,
+    attention, concat, conv, dropout, elementwise, gemm, index, loss, lstm, memory, optim, permute,
+    pool, reduce, select, softmax,
 };
 use verjus_core::ops::{
-    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -279,5 +280,27 @@ impl Backend for NativeBackend {
         grads: LstmGrads<'_>,
     ) -> Result<()> {
         lstm::backward("lstm_cell_backward", plan, args, h, reserve, dout, grads)
+    }
+
+    fn attention(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &mut Tensor,
+        lse: &mut Tensor,
+    ) -> Result<()> {
+        attention::forward(plan, args, out, lse)
+    }
+
+    fn attention_backward(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &Tensor,
+        lse: &Tensor,
+        dout: &Tensor,
+        grads: AttentionGrads<'_>,
+    ) -> Result<()> {
+        attention::backward(plan, args, out, lse, dout, grads)
     }
 }

@@ -6,6 +6,7 @@
 //! slices. Each file holds one group of ops; [`NativeBackend`]'s trait
 //! implementation in `backend.rs` only dispatches to them.
 
+mod attention;
 mod backend;
 mod broadcast;
 mod concat;

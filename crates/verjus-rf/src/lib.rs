@@ -60,6 +60,7 @@
 //! change.
 
 mod align;
+mod attention;
 mod binary;
 mod concat;
 mod conv;
@@ -84,6 +85,7 @@ mod tensor;
 mod unary;
 mod window;
 
+pub use attention::dot_attention;
 pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
 pub use concat::{concat, pad};
 pub use conv::{conv, ConvArgs};

@@ -87,6 +87,14 @@ from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf import init
 from verjus.rf.array_ import cum_concat_step, gather, split
+from verjus.rf.attention import (
+    CausalSelfAttention,
+    CausalSelfAttentionState,
+    CrossAttention,
+    SelfAttention,
+    SelfAttentionBase,
+    dot_attention,
+)
 from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
     Conv1d,
@@ -148,8 +156,11 @@ __all__ = [
     "Adam",
     "AdamW",
     "BatchNorm",
+    "CausalSelfAttention",
+    "CausalSelfAttentionState",
     "Conv1d",
     "Conv2d",
+    "CrossAttention",
     "Dim",
     "Dropout",
     "Embedding",
@@ -165,6 +176,8 @@ __all__ = [
     "ParameterList",
     "RMSNorm",
     "RunCtx",
+    "SelfAttention",
+    "SelfAttentionBase",
     "Sequential",
     "State",
     "Tensor",
@@ -173,6 +186,7 @@ __all__ = [
     "conv",
     "convert_to_tensor",
     "cum_concat_step",
+    "dot_attention",
     "dropout",
     "gather",
     "gating",

@@ -9,6 +9,7 @@
 //! with `ops::download` and must match within the [`Tolerance`](crate::Tolerance)
 //! named in each check. A check returns `Err` with one line per failing case.
 
+pub(crate) mod attention;
 mod concat;
 mod conv;
 mod dropout;
@@ -28,6 +29,7 @@ mod reduce;
 mod select;
 mod softmax;
 
+pub use attention::{attention, attention_backward};
 pub use concat::{concat, split};
 pub use conv::{conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter};
 pub use dropout::{dropout, dropout_backward};

@@ -12,6 +12,7 @@
 //! name the forward op; those cases accept the forward op's name.
 
 mod arguments;
+mod attention;
 mod axes;
 mod devices;
 mod dtypes;
@@ -20,6 +21,7 @@ mod lstm;
 mod shapes;
 
 pub use arguments::invalid_arguments;
+pub use attention::attention;
 pub use axes::bad_axes;
 pub use devices::foreign_devices;
 pub use dtypes::wrong_dtypes;

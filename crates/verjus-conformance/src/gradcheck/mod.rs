@@ -14,6 +14,7 @@
 //! from kinks and ties (relu, abs, max, min, max pooling), where the derivative
 //! is not defined.
 
+mod attention;
 mod conv;
 mod data;
 mod elementwise;
@@ -23,6 +24,7 @@ mod lstm;
 mod pool;
 mod reduce;
 
+pub use attention::attention;
 pub use conv::conv2d;
 pub use data::{concat, dropout, index_select, permute};
 pub use elementwise::{binary, unary};

@@ -12,6 +12,7 @@
 //! The references assume valid arguments (the checks only pass valid ones) and
 //! panic on anything else; validation is tested separately, in `errors`.
 
+pub mod attention;
 pub mod concat;
 pub mod conv;
 pub mod dropout;

@@ -44,6 +44,7 @@
 
 mod alloc;
 mod arith;
+mod attention;
 mod checkpoint;
 mod conv;
 mod dropout;

@@ -19,6 +19,7 @@
 //!
 //! The files follow the op groups of [`crate::ops`].
 
+mod attention;
 mod concat;
 mod conv;
 mod dropout;
@@ -33,6 +34,7 @@ mod select;
 mod shape_ops;
 mod softmax;
 
+pub use attention::attention;
 pub use concat::{concat, split};
 pub use conv::{conv2d, Conv2dGrads};
 pub use dropout::dropout;

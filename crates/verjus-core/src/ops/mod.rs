@@ -10,6 +10,7 @@
 //! Each forward op that has a gradient has its backward op beside it
 //! (`conv2d` / `conv2d_backward_data` / `conv2d_backward_filter`, ...).
 
+mod attention;
 mod concat;
 mod conv;
 mod dropout;
@@ -27,6 +28,10 @@ mod reduce;
 mod select;
 mod softmax;
 
+pub use attention::{
+    attention, attention_backward, attention_plan, check_key_lengths, AttentionArgs,
+    AttentionGrads, AttentionPlan,
+};
 pub use concat::{concat, split, ConcatPlan};
 pub use conv::{
     conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter, Conv2dParams,

@@ -12,6 +12,7 @@
 //! the dim logic lives; ops compute with the GIL released, except tiny ops
 //! on the CPU (see [`compute`]).
 
+mod attention;
 mod dim;
 mod lstm;
 mod operators;
@@ -166,6 +167,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(window_ops::rf_split, m)?,
         wrap_pyfunction!(window_ops::rf_conv, m)?,
         wrap_pyfunction!(window_ops::rf_pool, m)?,
+        wrap_pyfunction!(attention::rf_fused_dot_attention, m)?,
     ];
     let exports = PyDict::new(m.py());
     exports.set_item("batch_dim", batch_dim)?;

@@ -1,0 +1,383 @@
+"""Attention after RETURNN's ``returnn/frontend/attention.py``: ``dot_attention``,
+``SelfAttentionBase``, ``SelfAttention``, ``CausalSelfAttention`` (with its
+step-wise state) and ``CrossAttention``, with RETURNN's names, keyword arguments
+and parameter names (``qkv``, ``proj``; ``q``, ``kv``), so state dicts load by
+name.
+
+The attention itself is one fused native op (``verjus._verjus.
+rf_fused_dot_attention``: scores, key mask, softmax and weighted sum, whose
+backward recomputes the weights), so no score tensor is a frontend tensor. Only
+dropout on the weights (``att_dropout`` while training) needs the weights
+themselves: then the scores, softmax, dropout and sum run as separate rf ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verjus import _verjus
+from verjus._verjus import Dim, Tensor
+from verjus.rf.module import Linear, Module
+from verjus.rf.rec import State
+from verjus.rf.run_ctx import get_run_ctx
+
+__all__ = [
+    "CausalSelfAttention",
+    "CausalSelfAttentionState",
+    "CrossAttention",
+    "SelfAttention",
+    "SelfAttentionBase",
+    "dot_attention",
+]
+
+
+def dot_attention(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    *,
+    key_dim: Dim,
+    axis: Dim,
+    att_dropout: float = 0.0,
+    att_dropout_broadcast: bool | None = None,
+    causal_query_spatial_dim: Dim | None = None,
+    scale: float | None = None,
+) -> Tensor:
+    """Attention over ``axis`` of ``keys``/``values`` for ``query``, as RETURNN's
+    ``rf.dot_attention``: ``softmax_axis(scale * query . keys) . values``.
+
+    Dims shared by all three are batch dims (heads included). Keys of padded
+    frames of a dynamic ``axis`` never get weight. ``axis`` in the query means
+    self-attention (every query frame attends over all key frames).
+
+    :param query: ``{..., key_dim}``
+    :param keys: ``{..., axis, key_dim}``
+    :param values: ``{..., axis, value feature dim}``
+    :param key_dim: reduced to get the scores
+    :param axis: softmax over it, then reduced
+    :param att_dropout: dropout on the weights, while training
+    :param att_dropout_broadcast: share the dropout mask over all but ``axis``
+        (False by default, RETURNN's behaviour version >= 19)
+    :param causal_query_spatial_dim: if given, query position ``i`` attends key
+        positions ``<= i`` (``axis`` itself for causal self-attention)
+    :param scale: default ``key_dim ** -0.5``
+    :return: like ``values`` without ``axis``, with the query's other dims
+    """
+    if att_dropout and get_run_ctx().train_flag:
+        return _unfused(
+            query, keys, values, key_dim, axis, att_dropout, bool(att_dropout_broadcast), scale
+        )
+    return _verjus.rf_fused_dot_attention(
+        query,
+        keys,
+        values,
+        key_dim=key_dim,
+        axis=axis,
+        causal_query_spatial_dim=causal_query_spatial_dim,
+        scale=scale,
+    )
+
+
+def _unfused(
+    query: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    key_dim: Dim,
+    axis: Dim,
+    drop: float,
+    broadcast: bool,
+    scale: float | None,
+) -> Tensor:
+    """The same with dropout on the weights, by separate ops."""
+    from verjus import rf
+
+    if axis in query.dims:
+        raise NotImplementedError(
+            "dot_attention: att_dropout in training with the attention axis in the query"
+            f" (self-attention over {axis!r}) is not supported yet; use att_dropout=0.0"
+        )
+    if scale is None:
+        scale = key_dim.dimension**-0.5
+    energy = rf.matmul(query, keys, reduce=key_dim) * scale
+    weights = rf.softmax(energy, axis=axis)
+    weights = rf.dropout(weights, drop, axis=axis if broadcast else None)
+    return rf.matmul(weights, values, reduce=axis)
+
+
+class SelfAttentionBase(Module):
+    """Shared base of ``SelfAttention`` and ``CausalSelfAttention`` (RETURNN's):
+    the ``qkv`` projection split per head, ``dot_attention``, the optional ``proj``.
+
+    :param in_dim: input dim
+    :param proj_dim: if given, a final linear projection to it
+    :param key_dim_total: total key dim, a multiple of ``num_heads``
+    :param value_dim_total: total value dim, a multiple of ``num_heads``
+    :param num_heads: number of heads (int or Dim)
+    :param with_bias: biases in the ``qkv`` and ``proj`` projections
+    :param att_dropout: dropout on the attention weights
+    :param att_dropout_broadcast: see ``dot_attention``
+    """
+
+    def __init__(
+        self,
+        in_dim: Dim,
+        proj_dim: Dim | None,
+        *,
+        key_dim_total: Dim,
+        value_dim_total: Dim,
+        num_heads: int | Dim,
+        with_bias: bool = True,
+        att_dropout: float = 0.1,
+        att_dropout_broadcast: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_dim = in_dim
+        self.out_dim = proj_dim if proj_dim else value_dim_total
+        if isinstance(num_heads, int):
+            num_heads = Dim(num_heads, name="num_heads")
+        heads = num_heads.dimension
+        self.key_dim_total = key_dim_total
+        self.key_dim_per_head = key_dim_total.div_left(heads)
+        self.value_dim_total = value_dim_total
+        self.value_dim_per_head = value_dim_total.div_left(heads)
+        self.num_heads = num_heads
+        self.qkv_dim_total = 2 * key_dim_total + value_dim_total
+        self.qkv_dim_per_head = 2 * self.key_dim_per_head + self.value_dim_per_head
+        self.qkv = Linear(in_dim, self.qkv_dim_total, with_bias=with_bias)
+        self.proj = Linear(value_dim_total, proj_dim, with_bias=with_bias) if proj_dim else None
+        self.att_dropout = att_dropout
+        self.att_dropout_broadcast = bool(att_dropout_broadcast)
+
+    def forward_qkv(self, source: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The projection split per head.
+
+        :return: q, k, v
+        """
+        from verjus import rf
+
+        qkv = self.qkv(source)
+        qkv = rf.split_dims(
+            qkv, axis=self.qkv_dim_total, dims=(self.num_heads, self.qkv_dim_per_head)
+        )
+        q, k, v = rf.split(
+            qkv,
+            axis=self.qkv_dim_per_head,
+            out_dims=(self.key_dim_per_head, self.key_dim_per_head, self.value_dim_per_head),
+        )
+        return q, k, v
+
+    def attention(
+        self, q: Tensor, k: Tensor, v: Tensor, *, kv_axis: Dim, causal: Dim | None = None
+    ) -> Tensor:
+        """``dot_attention`` over ``kv_axis``, heads merged, projected.
+
+        :return: over the batch dims, the query dims and ``out_dim``
+        """
+        from verjus import rf
+
+        att = dot_attention(
+            q,
+            k,
+            v,
+            key_dim=self.key_dim_per_head,
+            axis=kv_axis,
+            att_dropout=self.att_dropout,
+            att_dropout_broadcast=self.att_dropout_broadcast,
+            causal_query_spatial_dim=causal,
+        )
+        output, _ = rf.merge_dims(
+            att, dims=(self.num_heads, self.value_dim_per_head), out_dim=self.value_dim_total
+        )
+        return self.proj(output) if self.proj else output
+
+
+class SelfAttention(SelfAttentionBase):
+    """Self-attention over a whole sequence (RETURNN's)."""
+
+    def __call__(self, source: Tensor, *, axis: Dim) -> Tensor:
+        """Every frame attends over all frames of ``axis`` (padded ones excluded).
+
+        :return: over ``source``'s dims with ``out_dim`` for ``in_dim``
+        """
+        q, k, v = self.forward_qkv(source)
+        return self.attention(q, k, v, kv_axis=axis)
+
+
+class CausalSelfAttentionState(State):
+    """The state of ``CausalSelfAttention``: the keys and values so far
+    (``k_accum``, ``v_accum``) over ``accum_axis``."""
+
+    def __init__(
+        self,
+        *_args: object,
+        k_accum: Tensor | None = None,
+        v_accum: Tensor | None = None,
+        accum_axis: Dim | None = None,
+    ) -> None:
+        super().__init__(*_args)
+        if not _args:
+            self.k_accum = k_accum
+            self.v_accum = v_accum
+            self.accum_axis = accum_axis
+
+
+class CausalSelfAttention(SelfAttentionBase):
+    """Causal self-attention (RETURNN's): frame ``i`` attends frames ``<= i``,
+    over a whole sequence or step by step with ``axis=rf.single_step_dim``."""
+
+    def __call__(
+        self, source: Tensor, axis: Dim, *, state: CausalSelfAttentionState | None = None
+    ) -> tuple[Tensor, CausalSelfAttentionState]:
+        """Over a sequence (``state`` None or empty) or one step (appends this
+        frame's key and value to the state's, then attends over them all).
+
+        :return: the output and the new state
+        """
+        from verjus import rf
+
+        q, k, v = self.forward_qkv(source)
+        if axis != rf.single_step_dim:
+            if state is not None and (state.accum_axis.dimension or 0) != 0:
+                raise NotImplementedError(
+                    "CausalSelfAttention: a sequence after a non-empty state is not supported;"
+                    " step with axis=rf.single_step_dim"
+                )
+            out = self.attention(q, k, v, kv_axis=axis, causal=axis)
+            return out, CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=axis)
+        if state is None:
+            raise ValueError(f"{self}: a single step needs state (default_initial_state)")
+        k, hist = rf.cum_concat_step(k, prev_accum=state.k_accum, axis=state.accum_axis)
+        v, _ = rf.cum_concat_step(
+            v, prev_accum=state.v_accum, axis=state.accum_axis, out_spatial_dim=hist
+        )
+        out = self.attention(q, k, v, kv_axis=hist)
+        return out, CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=hist)
+
+    def default_initial_state(
+        self, *, batch_dims: Sequence[Dim], capacity: int | None = None
+    ) -> CausalSelfAttentionState:
+        """Empty keys and values over a history dim of size 0 (``capacity`` is
+        accepted for RETURNN's signature; the history grows per step).
+
+        :return: the initial state
+        """
+        from verjus import rf
+
+        del capacity
+        hist = Dim(0, name="self_att_expand_dim_init")
+        return CausalSelfAttentionState(
+            k_accum=rf.zeros([*batch_dims, hist, self.num_heads, self.key_dim_per_head]),
+            v_accum=rf.zeros([*batch_dims, hist, self.num_heads, self.value_dim_per_head]),
+            accum_axis=hist,
+        )
+
+
+class CrossAttention(Module):
+    """Cross attention (RETURNN's): queries from ``q`` projected by ``q``, keys
+    and values from the encoder by ``kv``.
+
+    :param encoder_dim: the encoder's feature dim
+    :param query_in_dim: the query input's feature dim
+    :param proj_dim: if given, a final linear projection to it
+    :param key_dim_total: total key dim, a multiple of ``num_heads``
+    :param value_dim_total: total value dim, a multiple of ``num_heads``
+    :param num_heads: number of heads (int or Dim)
+    :param with_bias: biases in the projections
+    :param att_dropout: dropout on the attention weights
+    :param att_dropout_broadcast: see ``dot_attention``
+    """
+
+    def __init__(
+        self,
+        encoder_dim: Dim,
+        query_in_dim: Dim,
+        proj_dim: Dim | None,
+        *,
+        key_dim_total: Dim,
+        value_dim_total: Dim,
+        num_heads: int | Dim,
+        with_bias: bool = True,
+        att_dropout: float = 0.1,
+        att_dropout_broadcast: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.encoder_dim = encoder_dim
+        self.query_in_dim = query_in_dim
+        self.out_dim = proj_dim if proj_dim else value_dim_total
+        if isinstance(num_heads, int):
+            num_heads = Dim(num_heads, name="num_heads")
+        heads = num_heads.dimension
+        self.key_dim_total = key_dim_total
+        self.key_dim_per_head = key_dim_total.div_left(heads)
+        self.value_dim_total = value_dim_total
+        self.value_dim_per_head = value_dim_total.div_left(heads)
+        self.num_heads = num_heads
+        self.kv_dim_total = key_dim_total + value_dim_total
+        self.kv_dim_per_head = self.key_dim_per_head + self.value_dim_per_head
+        self.kv = Linear(encoder_dim, self.kv_dim_total, with_bias=with_bias)
+        self.q = Linear(query_in_dim, self.key_dim_total, with_bias=with_bias)
+        self.proj = Linear(value_dim_total, proj_dim, with_bias=with_bias) if proj_dim else None
+        self.att_dropout = att_dropout
+        self.att_dropout_broadcast = bool(att_dropout_broadcast)
+
+    def transform_encoder(self, encoder: Tensor, *, axis: Dim) -> State:
+        """The keys and values of the encoder output, computed once.
+
+        :return: ``State(k=, v=, kv_axis=)``
+        """
+        k, v = self.forward_kv(encoder)
+        return State(k=k, v=v, kv_axis=axis)
+
+    def forward_kv(self, source: Tensor) -> tuple[Tensor, Tensor]:
+        """The encoder's keys and values per head.
+
+        :return: k, v
+        """
+        from verjus import rf
+
+        kv = self.kv(source)
+        kv = rf.split_dims(kv, axis=self.kv_dim_total, dims=(self.num_heads, self.kv_dim_per_head))
+        k, v = rf.split(
+            kv, axis=self.kv_dim_per_head, out_dims=(self.key_dim_per_head, self.value_dim_per_head)
+        )
+        return k, v
+
+    def forward_query(self, source: Tensor) -> Tensor:
+        """The queries per head.
+
+        :return: q
+        """
+        from verjus import rf
+
+        q = self.q(source)
+        return rf.split_dims(
+            q, axis=self.key_dim_total, dims=(self.num_heads, self.key_dim_per_head)
+        )
+
+    def __call__(self, q: Tensor, encoder: State) -> Tensor:
+        """Attends from ``q`` over the transformed encoder.
+
+        :return: over ``q``'s dims with ``out_dim`` for ``query_in_dim``
+        """
+        return self.attention(q=self.forward_query(q), **encoder)
+
+    def attention(self, q: Tensor, k: Tensor, v: Tensor, *, kv_axis: Dim) -> Tensor:
+        """``dot_attention`` over ``kv_axis``, heads merged, projected.
+
+        :return: the output
+        """
+        from verjus import rf
+
+        att = dot_attention(
+            q,
+            k,
+            v,
+            key_dim=self.key_dim_per_head,
+            axis=kv_axis,
+            att_dropout=self.att_dropout,
+            att_dropout_broadcast=self.att_dropout_broadcast,
+        )
+        output, _ = rf.merge_dims(
+            att, dims=(self.num_heads, self.value_dim_per_head), out_dim=self.value_dim_total
+        )
+        return self.proj(output) if self.proj else output
