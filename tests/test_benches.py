@@ -164,4 +164,5 @@ def test_torch_worker_times_the_sequence_model_rows() -> None:
         assert run.returncode == 0, (rec, run.stderr)
         ready, *samples = map(json.loads, run.stdout.splitlines())
         assert ready == {"ready": True, "rec": {}}, rec
-        assert len(samples) == 2 and all(s["ms"] > 0 for s in samples), rec
+        assert len(samples) == 2, rec
+        assert all(s["ms"] > 0 for s in samples), rec
