@@ -28,6 +28,17 @@ PyTorch's LSTM over the padded batch, ignoring the lengths. ``lstm_cell_step``
 is one step of that language model's cell at batch 1, the latency of sampling
 text step by step. Their FLOP counts are the GEMMs' of the frames that run.
 
+The sequence-model rows run whole models through verjus' static graph (the
+``Trainer``, a ``Network`` context carrying LSTM state): ``rowlstm_step`` is a
+training step of examples/nets/fashion_rowlstm.json (B=128, 28 rows of 28
+pixels, LSTM 128 on the last frame, Linear 10, Adam 1e-3) against PyTorch's
+``nn.LSTM`` + ``nn.Linear`` + Adam step; ``char_sample_step`` samples one
+character at batch 1 from a character LM (Embedding 64, LSTM 256, Linear to a
+vocabulary of 114, softmax) continuing from the carried state, against the
+same model in PyTorch stepping with its ``(h, c)`` under
+``torch.inference_mode`` and ``torch.multinomial``, the id read back as a
+sampling loop decodes it.
+
 With ``--rf``, runs instead the RF frontend's per-op overhead benchmark,
 ``benches/rf_overhead.py`` (verjus.rf vs PyTorch vs RETURNN's rf on tiny
 tensors; it needs the verjus Python package built), with the same ``--quick``,
@@ -439,10 +450,53 @@ def torch_workload(torch, rec: dict, adam: dict) -> Callable[[], object] | None:
         return torch_network_workload(torch, rec, gen, adam)
     if rec["op"] in LSTM_OPS:
         return torch_lstm_workload(torch, rec, gen, torch.device("cpu"))
+    if rec["op"] in SEQ_NET_OPS:
+        return torch_seq_net_workload(torch, rec, gen, adam)
     return None
 
 
 LSTM_OPS = ("lstm_train", "lstm_cell")
+SEQ_NET_OPS = ("rowlstm_step", "char_sample_step")
+
+
+def torch_seq_net_workload(torch, rec: dict, gen, adam: dict) -> Callable[[], object]:
+    """A sequence model in PyTorch: ``rowlstm_step``, a training step of
+    ``nn.LSTM`` over the rows (batch first) whose last hidden state feeds an
+    ``nn.Linear`` (zero_grad, forward, cross-entropy, backward, Adam step with
+    ``adam``'s extra arguments); ``char_sample_step``, one character of a
+    character LM (``nn.Embedding``, ``nn.LSTM``, ``nn.Linear``, softmax,
+    ``torch.multinomial``) at batch 1, carrying ``(h, c)`` and the drawn id from
+    call to call."""
+    nn = torch.nn
+    if rec["op"] == "rowlstm_step":
+        lstm = nn.LSTM(rec["input"], rec["hidden"], batch_first=True)
+        fc = nn.Linear(rec["hidden"], rec["classes"])
+        params = [*lstm.parameters(), *fc.parameters()]
+        opt = torch.optim.Adam(params, lr=rec["lr"], **adam)
+        x = torch.rand(rec["batch"], rec["steps"], rec["input"], generator=gen)
+        y = torch.randint(rec["classes"], (rec["batch"],), generator=gen)
+
+        def step():
+            opt.zero_grad()
+            _, (h, _) = lstm(x)
+            torch.nn.functional.cross_entropy(fc(h[-1]), y).backward()
+            opt.step()
+
+        return step
+    vocab = rec["vocab"]
+    embed, lstm = nn.Embedding(vocab, rec["embed"]), nn.LSTM(rec["embed"], rec["hidden"])
+    fc = nn.Linear(rec["hidden"], vocab)
+    carried = {"x": torch.ones(1, 1, dtype=torch.long), "state": None}
+
+    def sample():
+        with torch.inference_mode():
+            y, state = lstm(embed(carried["x"]), carried["state"])
+            probs = torch.softmax(fc(y[0]), dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=gen)
+        carried["x"], carried["state"] = nxt, state
+        return int(nxt)
+
+    return sample
 
 
 def torch_lstm_workload(torch, rec: dict, gen, dev) -> Callable[[], object]:
@@ -684,7 +738,7 @@ def spread_notes(records: list[dict]) -> list[str]:
     to 90th percentile), to show how much one ratio can be trusted."""
     notes = []
     for rec in records:
-        spread = ("train_step", "update", "infer", *LSTM_OPS)
+        spread = ("train_step", "update", "infer", *LSTM_OPS, *SEQ_NET_OPS)
         if rec["op"] in spread and "torch_ratio_spread" in rec:
             lo, hi = rec["torch_ratio_spread"]
             notes.append(

@@ -130,3 +130,39 @@ def test_python_worker_times_a_training_step_through_the_python_api() -> None:
     )
     assert absent.returncode == 0, absent.stderr
     assert json.loads(absent.stdout) == {"absent": True, "rec": {}}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed")
+def test_torch_worker_times_the_sequence_model_rows() -> None:
+    """``run.py --worker torch`` has a version of the sequence-model rows
+    verjus-bench describes (at small sizes here): the row-LSTM training step
+    and the character sampling step, which carries its state from sample to
+    sample."""
+    script = ROOT / "benches" / "run.py"
+    records = [
+        {
+            "op": "rowlstm_step",
+            "net": "fashion_rowlstm.json",
+            "batch": 4,
+            "steps": 5,
+            "input": 6,
+            "hidden": 3,
+            "classes": 10,
+            "solver": "adam",
+            "lr": 1e-3,
+        },
+        {"op": "char_sample_step", "vocab": 9, "embed": 4, "hidden": 5},
+    ]
+    for rec in records:
+        run = subprocess.run(
+            [sys.executable, str(script), "--worker", "torch", "--warmup", "1"],
+            input=json.dumps({"name": "s", **rec}) + "\nsample\nsample\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, (rec, run.stderr)
+        ready, *samples = map(json.loads, run.stdout.splitlines())
+        assert ready == {"ready": True, "rec": {}}, rec
+        assert len(samples) == 2, rec
+        assert all(s["ms"] > 0 for s in samples), rec

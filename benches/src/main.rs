@@ -25,6 +25,7 @@
 
 mod lstm;
 mod nets;
+mod seqnets;
 mod serve;
 mod timing;
 mod workloads;

@@ -1,10 +1,11 @@
 //! The named workloads: what each computes, its FLOP count, its parameters as
 //! JSON (so `run.py` can run the same workload in numpy and PyTorch), and how to
 //! prepare it on a backend. Single ops are here, the LSTMs in [`crate::lstm`],
-//! whole networks in [`crate::nets`].
+//! whole networks in [`crate::nets`], sequence models in [`crate::seqnets`].
 
 use crate::lstm::{self, Lstm, LstmRun};
 use crate::nets::{self, Net, Optimizer};
+use crate::seqnets::SeqNet;
 use serde_json::{json, Value};
 use verjus_core::ops::{self, Conv2dParams, GemmSpec};
 use verjus_core::{Backend, BackendRef, DType, Result, Shape, Tensor};
@@ -56,6 +57,8 @@ pub enum Op {
     },
     /// A fused LSTM training pass or cell step (see [`Lstm`]).
     Lstm(Lstm),
+    /// A sequence model through the static graph (see [`SeqNet`]).
+    SeqNet(SeqNet),
 }
 
 /// A named [`Op`].
@@ -174,6 +177,22 @@ fn lstms() -> Vec<Workload> {
     ]
 }
 
+/// The sequence models through the static graph: `rowlstm_step`, a training
+/// step of the row LSTM at batch 128, and `char_sample_step`, one sampled
+/// character of the character LM (vocabulary 114, the fortunes').
+fn seqnets() -> Vec<Workload> {
+    vec![
+        named(
+            "rowlstm_step",
+            Op::SeqNet(SeqNet::RowLstmStep { batch: BATCH }),
+        ),
+        named(
+            "char_sample_step",
+            Op::SeqNet(SeqNet::CharSampleStep { vocab: 114 }),
+        ),
+    ]
+}
+
 /// Every workload, in the order they are reported; the epochs (which take a
 /// while) only when `epochs` is set.
 ///
@@ -220,6 +239,7 @@ pub fn all(epochs: bool) -> Vec<Workload> {
         step("cnn_step", Net::Cnn, Optimizer::Adam),
     ];
     all.extend(lstms());
+    all.extend(seqnets());
     if epochs {
         all.extend([epoch("mlp_epoch", Net::Mlp), epoch("cnn_epoch", Net::Cnn)]);
     }
@@ -274,9 +294,11 @@ impl Workload {
                     forward
                 }
             }
-            Op::TrainStep { .. } | Op::Update { .. } | Op::Infer { .. } | Op::Epoch { .. } => {
-                return None
-            }
+            Op::TrainStep { .. }
+            | Op::Update { .. }
+            | Op::Infer { .. }
+            | Op::Epoch { .. }
+            | Op::SeqNet(_) => return None,
         })
     }
 
@@ -312,6 +334,7 @@ impl Workload {
     fn describe_op(&self) -> Value {
         match self.op {
             Op::Lstm(ref lstm) => lstm.describe(),
+            Op::SeqNet(net) => net.describe(),
             Op::Gemm {
                 m,
                 n,
@@ -405,6 +428,7 @@ impl Workload {
             Op::Infer { net, batch } => nets::infer(net, batch, be),
             Op::Epoch { net, opt, batch } => nets::epoch(net, opt, batch, be),
             Op::Lstm(ref lstm) => lstm.prepare(be),
+            Op::SeqNet(net) => net.prepare(be),
         }
     }
 }

@@ -16,8 +16,10 @@
 //! and the trainer uploads each host minibatch there; the same code runs on
 //! every device.
 
+mod args;
+
+use args::{device, value, AnyResult};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::error::Error as StdError;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,8 +29,6 @@ use verjus::nn::def::NetworkDef;
 use verjus::nn::solver::{Adam, Solver};
 use verjus::nn::{Loss, Network, Trainer};
 use verjus::{Device, Error, Tensor};
-
-type AnyResult<T> = Result<T, Box<dyn StdError>>;
 
 const BATCH: usize = 128;
 const EVAL_BATCH: usize = 1000;
@@ -83,22 +83,6 @@ fn parse_args(default_epochs: usize) -> AnyResult<Args> {
         }
     }
     Ok(args)
-}
-
-/// The value after `flag`, parsed.
-fn value<T: std::str::FromStr>(flag: &str, value: Option<String>) -> AnyResult<T> {
-    let bad = |what: &str| Error::invalid("arguments", format!("{flag} needs {what}"));
-    let value = value.ok_or_else(|| bad("a value"))?;
-    Ok(value
-        .parse()
-        .map_err(|_| bad(&format!("a valid value, not {value:?}")))?)
-}
-
-/// The device named after `flag` (`cpu`, `cuda`, `cuda:N`).
-pub fn device(flag: &str, value: Option<String>) -> AnyResult<Device> {
-    let value =
-        value.ok_or_else(|| Error::invalid("arguments", format!("{flag} needs a value")))?;
-    Ok(value.parse()?)
 }
 
 /// `x` (`[batch, ...]`) with each example reshaped to `unit` (no copy), or `x` itself.
