@@ -71,6 +71,25 @@ class CharLM(rf.Module):
         return self.output(out), state
 
 
+def init_like_torch(model: CharLM) -> None:
+    """PyTorch's default initialization of the same layers (``nn.Embedding``:
+    N(0, 1); ``nn.LSTM``: every weight and both biases U(-1/sqrt(H), 1/sqrt(H)),
+    the biases summed; ``nn.Linear``: U(-1/sqrt(in), 1/sqrt(in))), drawn from
+    the rf random stream."""
+
+    def uniform(param: rf.Parameter, bound: float) -> rf.Tensor:
+        return rf.random_uniform(list(param.dims), minval=-bound, maxval=bound)
+
+    lstm, out = model.lstm, model.output
+    model.embedding.weight.assign(rf.random_normal(list(model.embedding.weight.dims)))
+    bound = 1 / math.sqrt(HIDDEN)
+    for param in (lstm.ff_weight, lstm.rec_weight):
+        param.assign(uniform(param, bound))
+    lstm.bias.assign(uniform(lstm.bias, bound) + uniform(lstm.bias, bound))
+    for param in (out.weight, out.bias):
+        param.assign(uniform(param, 1 / math.sqrt(HIDDEN)))
+
+
 class PlainWeightDropout:
     """``rf.weight_dropout``'s parametrization computed outside a checkpoint
     scope: the dropped-out weight is kept for backward (the comparison case)."""
@@ -239,6 +258,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-batches", type=int, default=None, help="training batches per epoch")
     p.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
+    p.add_argument(
+        "--init",
+        choices=("returnn", "torch"),
+        default="returnn",
+        help="PyTorch's default initialization or RETURNN's (Glorot, zero biases)",
+    )
     p.add_argument("--weight-dropout", type=float, default=0.0, metavar="P")
     p.add_argument("--weight-noise", type=float, default=0.0, metavar="STD")
     p.add_argument("--checkpoint-scope", action="store_true")
@@ -254,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> Result:
     val = verjus.data.TextBatcher(val_texts, vocab, BATCH)
     rf.set_random_seed(args.seed)
     model = CharLM(vocab_dim)
+    if args.init == "torch":
+        init_like_torch(model)
     measure_memory = args.weight_dropout > 0 or args.weight_noise > 0 or args.checkpoint_scope
     regularize(model, args.weight_dropout, args.weight_noise, args.checkpoint_scope)
     opt = rf.Adam(model.parameters(), lr=LR, clip_norm=CLIP)
@@ -265,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> Result:
     result = Result()
     for epoch in range(args.epochs):
         rf.init_train_step_run_ctx(train_flag=True)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         losses, peaks = [], []
         for step, arrays in enumerate(train.epoch(args.seed, epoch)):
             if args.max_batches is not None and step >= args.max_batches:
@@ -276,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> Result:
             if measure_memory:
                 peaks.append(verjus.memory_stats()["peak_bytes"])
         values = [float(v.numpy()) for v in losses]  # read once, after the epoch
-        train_s = time.perf_counter() - start
+        train_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
         bpc = evaluate(model, (to_batch(a, vocab_dim) for a in val.epoch(None)))
         tenth = max(1, len(values) // 10)
         result.first_loss.append(float(np.mean(values[:tenth])))
@@ -284,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> Result:
         result.val_bpc.append(bpc)
         line = (
             f"epoch {epoch + 1}: train loss {np.mean(values):.4f} nats, validation {bpc:.3f} "
-            f"bits/char, {train_s:.1f} s/epoch ({1e3 * train_s / len(values):.0f} ms/step)"
+            f"bits/char, {train_s:.1f} s/epoch ({1e3 * train_s / len(values):.0f} ms/step, "
+            f"CPU {cpu_s:.1f} s)"
         )
         if peaks:
             line += f", peak memory per step {np.mean(peaks) / 2**20:.1f} MiB mean, "
