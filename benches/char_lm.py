@@ -15,7 +15,7 @@ its training time (wall and the process's CPU time):
   (as PyTorch users must for variable lengths), ``nn.Linear`` on the packed
   frames only, ``clip_grad_norm_``; PyTorch's default initialization;
 - ``rf``: ``examples/python/rf_char_lm.py``'s model and step (verjus.rf,
-  RETURNN's initialization);
+  with PyTorch's initialization, the example's default);
 - ``returnn``: the same model in RETURNN's ``returnn.frontend`` on its torch
   backend (``torch.optim.Adam``, ``clip_grad_norm_``, as RETURNN's torch
   engine steps it).
@@ -144,6 +144,7 @@ class RfLM:
         self.vocab_dim = rf.Dim(vocab_size, name="vocab")
         rf.set_random_seed(seed)
         self.model = self.example.CharLM(self.vocab_dim)
+        self.example.init_like_torch(self.model)  # the example's default
         self.opt = rf.Adam(self.model.parameters(), lr=LR, clip_norm=CLIP)
 
     def load(self, weights: dict) -> None:

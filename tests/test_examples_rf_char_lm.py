@@ -2,7 +2,7 @@
 loss and the validation bits per character go down), samples texts that decode
 to the vocabulary's characters after their prompts, and runs with weight
 dropout, weight noise and the checkpoint scope, printing the peak memory, and
-with PyTorch's initialization."""
+with RETURNN's initialization."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_greedy_sampling_is_batched_with_per_entry_ends(example, fortunes: Path)
 def test_regularized_run_prints_peak_memory(
     example, fortunes: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    for scope in ([], ["--checkpoint-scope", "--init", "torch"]):
+    for scope in ([], ["--checkpoint-scope", "--init", "returnn"]):
         args = ["--data", str(fortunes), "--epochs", "1", "--max-batches", "2"]
         result = example.main([*args, "--weight-dropout", "0.2", "--weight-noise", "0.05", *scope])
         assert np.isfinite(result.val_bpc[0])

@@ -1,7 +1,7 @@
 """A character language model on the fortunes, written in verjus.rf, then sampled.
 
     python examples/python/rf_char_lm.py [--epochs 3] [--seed 0] [--max-batches N]
-        [--temperature 0.8] [--weight-dropout P] [--weight-noise STD]
+        [--temperature 0.8] [--init torch|returnn] [--weight-dropout P] [--weight-noise STD]
         [--checkpoint-scope] [--data DIR]
 
 The recipe of the static-graph char LM (issue 21): ``rf.Embedding`` 64 ->
@@ -11,8 +11,15 @@ clipped to norm 1.0, batches of 32 texts (``verjus.data.TextBatcher``, shuffled
 per epoch from the seed), texts over 512 characters left out, every 20th text
 for validation (``verjus.data.fortunes``). The loss is the cross-entropy per
 real frame (padding frames add nothing), averaged over the real frames of the
-batch. Each epoch prints the validation bits per character (the mean
-cross-entropy over every real validation frame, / ln 2) and its time.
+batch. The weights start as PyTorch's layers start theirs (``--init torch``, the
+default; ``--init returnn``: RETURNN's Glorot-uniform weights and zero biases).
+Each epoch prints the validation bits per character (the mean cross-entropy
+over every real validation frame, / ln 2) and its time.
+
+Measured (3 epochs, seed 0, 2 cores under heavy load): ``--init torch``
+2.957 / 2.738 / 2.611 bits per character (PyTorch with this recipe: 3.00 /
+2.77 / 2.60); ``--init returnn`` 3.163 / 2.865 / 2.688. About 66 s of CPU time
+per epoch.
 
 Then it samples a few texts at once, one per prompt, in an ``rf.Loop`` ended per
 entry by ``loop.end`` at ``<eot>``: the LSTM's state (and the embedding of the
@@ -260,8 +267,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
     p.add_argument(
         "--init",
-        choices=("returnn", "torch"),
-        default="returnn",
+        choices=("torch", "returnn"),
+        default="torch",
         help="PyTorch's default initialization or RETURNN's (Glorot, zero biases)",
     )
     p.add_argument("--weight-dropout", type=float, default=0.0, metavar="P")
