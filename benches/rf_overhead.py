@@ -24,7 +24,12 @@ record), not arithmetic:
 - ``scan_step``: the same with ``rf.scan`` (torch: the same plain loop);
 - ``loop_overhead`` / ``scan_overhead``: ``loop_step`` / ``scan_step`` minus
   ``step_body``: the fixed cost per step of the loop itself (derived, not
-  timed on its own).
+  timed on its own);
+- ``char_lm_step``: one training step of the character LM (``benches/char_lm.py``:
+  embedding 64, LSTM 256, Linear to a vocabulary of 114, Adam with clipping
+  1.0) on a fixed batch of 32 texts of 64..256 characters, from the same
+  weights: verjus.rf (``examples/python/rf_char_lm.py``'s step) vs PyTorch with
+  ``pack_padded_sequence`` vs RETURNN's rf (the step of its torch engine).
 
 Columns: verjus.rf (``verjus.rf``), raw PyTorch, RETURNN's ``returnn.frontend``
 with its torch backend (``rf.select_backend_torch()``), all in this one process,
@@ -33,9 +38,9 @@ within each sample round (interleaved, so a load change hits all of them), a
 sample repeating the op until it lasts ``MIN_SAMPLE_S``; the table gives the
 median microseconds per op over the samples, and the ratios verjus/torch and
 verjus/returnn (below 1: verjus is faster). The targets: verjus.rf at most 1.0x
-torch and 0.3x RETURNN on every op; for the loop rows, the per-step overhead at
-most ``LOOP_TARGET_US`` and 0.3x RETURNN's (torch's plain loop is shown, not a
-target). A library that cannot be imported shows
+torch and 0.3x RETURNN on every op and on the char-LM step; for the loop rows,
+the per-step overhead at most ``LOOP_TARGET_US`` and 0.3x RETURNN's (torch's
+plain loop is shown, not a target). A library that cannot be imported shows
 "skipped" with the reason after the table.
 
     python benches/rf_overhead.py [--quick] [--threads N] [--cpu-time] [--markdown FILE]
@@ -64,6 +69,8 @@ LOOP_OPS = ["step_body", "loop_step", "scan_step"]
 OVERHEAD = {"loop_overhead": "loop_step", "scan_overhead": "scan_step"}  # minus step_body
 PER_CALL = {"loop_step": TIME, "scan_step": TIME}  # steps per timed call
 LOOP_TARGET_US = 30.0
+STEP_OPS = ["char_lm_step"]
+CHAR_VOCAB, CHAR_BATCH, CHAR_LENGTHS = 114, 32, (64, 256)
 LIBS = ["verjus", "torch", "returnn"]
 TARGETS = {"torch": 1.0, "returnn": 0.3}
 
@@ -92,6 +99,35 @@ def inputs(np):
     w = rng.standard_normal((FEAT, FEAT), dtype=np.float32)
     x = rng.standard_normal((BATCH, TIME, FEAT), dtype=np.float32)
     return a, b, w, x, np.array(LENGTHS, np.int32)
+
+
+def char_lm_inputs(np):
+    """A fixed batch (``TextBatcher``'s layout: inputs, targets, lengths) of
+    ``CHAR_BATCH`` texts with lengths uniform in ``CHAR_LENGTHS`` and random
+    characters, and the char LM's weights (uniform in [-0.1, 0.1])."""
+    import char_lm  # benches/char_lm.py: the model in every framework
+
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(CHAR_LENGTHS[0], CHAR_LENGTHS[1] + 1, CHAR_BATCH).astype(np.int32)
+    ids = rng.integers(2, CHAR_VOCAB, (CHAR_BATCH, int(lengths.max()) + 1)).astype(np.int32)
+    past = np.arange(ids.shape[1] - 1)[None, :] >= lengths[:, None]
+    inputs, targets = np.where(past, 0, ids[:, :-1]), np.where(past, 0, ids[:, 1:])
+    weights = {
+        name: rng.uniform(-0.1, 0.1, shape).astype(np.float32)
+        for name, shape in char_lm.weight_shapes(CHAR_VOCAB).items()
+    }
+    return (inputs.astype(np.int32), targets.astype(np.int32), lengths), weights
+
+
+def char_lm_step(np, framework: str) -> Callable[[], object]:
+    """One training step of ``benches/char_lm.py``'s ``framework`` on the fixed
+    batch, starting from the fixed weights (so the first steps' losses agree)."""
+    import char_lm
+
+    batch, weights = char_lm_inputs(np)
+    lm = char_lm.FRAMEWORKS[framework](CHAR_VOCAB, 0)
+    lm.load(weights)
+    return lambda: lm.train_step(batch)
 
 
 def verjus_workloads(np) -> Workloads:
@@ -142,6 +178,7 @@ def verjus_workloads(np) -> Workloads:
         "step_body": lambda: body(a, x0)[1],
         "loop_step": loop_step,
         "scan_step": scan_step,
+        "char_lm_step": char_lm_step(np, "rf"),
     }
 
 
@@ -181,6 +218,7 @@ def torch_workloads(np) -> Workloads:
         "step_body": lambda: body(a, x[:, 0])[1],
         "loop_step": loop_step,
         "scan_step": loop_step,
+        "char_lm_step": char_lm_step(np, "torch"),
     }
 
 
@@ -226,11 +264,14 @@ def returnn_workloads(np) -> Workloads:
         "step_body": lambda: body(a, x0)[1],
         "loop_step": scan_step,  # RETURNN's rf has no Loop: its scan is the reference
         "scan_step": scan_step,
+        "char_lm_step": char_lm_step(np, "returnn"),
     }
 
 
 def check_agreement(np, libs: dict[str, Workloads]) -> None:
-    """Fails loudly if the libraries do not compute the same values."""
+    """Fails loudly if the libraries do not compute the same values (each op is
+    called once per library: a training step's first loss, from the same
+    weights, is compared)."""
 
     def values(lib: str, op: str):
         out = libs[lib][op]()
@@ -239,21 +280,25 @@ def check_agreement(np, libs: dict[str, Workloads]) -> None:
         raw = out.raw_tensor if lib == "returnn" else out
         return raw.detach().numpy()
 
-    for op in OPS + LOOP_OPS:
-        want = values("torch", op) if "torch" in libs else None
-        for lib in libs:
-            got = values(lib, op)
+    for op in OPS + LOOP_OPS + STEP_OPS:
+        results = {lib: values(lib, op) for lib in libs}
+        want = results.get("torch")
+        for lib, got in results.items():
             if want is not None and not np.allclose(got, want, rtol=1e-4, atol=1e-5):
                 raise SystemExit(f"{lib} {op} differs from torch: the comparison would be unfair")
 
 
 def calls_per_sample(f: Callable[[], object]) -> int:
-    for _ in range(20):  # warm-up: caches, lazy initialisation
-        f()
     start = time.perf_counter()
-    for _ in range(50):
+    for _ in range(20):  # warm-up: caches, lazy initialisation (at most ~1 s)
         f()
-    once = (time.perf_counter() - start) / 50
+        if time.perf_counter() - start > 1.0:
+            break
+    start, calls = time.perf_counter(), 0
+    while calls < 50 and (calls < 3 or time.perf_counter() - start < 1.0):
+        f()
+        calls += 1
+    once = (time.perf_counter() - start) / calls
     return max(1, min(100_000, int(harness.MIN_SAMPLE_S / max(once, 1e-9))))
 
 
@@ -263,7 +308,7 @@ def measure(
     """Median microseconds per call (per step for the loops) for every (lib,
     op), samples interleaved, and the loops' overhead per step (step minus
     body)."""
-    timed = OPS + LOOP_OPS
+    timed = OPS + LOOP_OPS + STEP_OPS
     calls = {(lib, op): calls_per_sample(w[op]) for lib, w in libs.items() for op in timed}
     times: dict[tuple[str, str], list[float]] = {key: [] for key in calls}
     for _ in range(samples):
@@ -291,7 +336,7 @@ HEADER = ["op", "verjus.rf µs", "torch µs", "returnn rf µs", "verjus/torch", 
 
 def table_rows(us: dict[tuple[str, str], float], libs: dict, skipped: dict) -> list[list[str]]:
     rows = []
-    for op in OPS + LOOP_OPS + list(OVERHEAD):
+    for op in OPS + LOOP_OPS + list(OVERHEAD) + STEP_OPS:
         v = us.get(("verjus", op))
         row = [op]
         for lib in LIBS:
@@ -300,7 +345,7 @@ def table_rows(us: dict[tuple[str, str], float], libs: dict, skipped: dict) -> l
             row[1] += f" (over {LOOP_TARGET_US:.0f})"
         for lib in ("torch", "returnn"):
             r = ratio(v, us.get((lib, op)))
-            targeted = op in OPS or (op in OVERHEAD and lib == "returnn")
+            targeted = op in OPS + STEP_OPS or (op in OVERHEAD and lib == "returnn")
             mark = "" if r is None or not targeted or r <= TARGETS[lib] else " (over target)"
             row.append("-" if r is None else f"{r:.2f}{mark}" if r >= 0.01 else f"{r:.1e}{mark}")
         rows.append(row)
@@ -349,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         f"start load average {load:.1f}",
         "Libraries: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
         f"Targets: verjus.rf <= {TARGETS['torch']}x torch and <= {TARGETS['returnn']}x RETURNN "
-        f"per op; loop overhead per step <= {LOOP_TARGET_US:.0f} µs and "
+        f"per op and char-LM step; loop overhead per step <= {LOOP_TARGET_US:.0f} µs and "
         f"<= {TARGETS['returnn']}x RETURNN's rf.scan",
     ]
     rows = table_rows(us, libs, skipped)
