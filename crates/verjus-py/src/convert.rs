@@ -144,7 +144,11 @@ pub(crate) fn ids<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Borrowed
             array.call_method0("min")?.extract()?,
             array.call_method0("max")?.extract()?,
         );
-        let bad = if low < i128::from(i32::MIN) { low } else { high };
+        let bad = if low < i128::from(i32::MIN) {
+            low
+        } else {
+            high
+        };
         if low < i128::from(i32::MIN) || high > i128::from(i32::MAX) {
             return Err(PyValueError::new_err(format!(
                 "{what}: value {bad} does not fit int32"

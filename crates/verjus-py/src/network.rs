@@ -299,8 +299,8 @@ impl Network {
     /// ``[batch, T]`` for an int32 input, frames ``[batch, T, ...]`` for a
     /// float one, ``[batch, ...]`` for an input without a time axis) and
     /// optionally each example's length (int32 ``[batch]``, each in
-    /// ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``,
-    /// 0 past each length.
+    /// ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``
+    /// (frames past a length hold what the per-frame layers make of padding).
     ///
     /// :param Sequence[npt.ArrayLike] inputs: one array per network input
     /// :param npt.ArrayLike | None lengths: each example's length
@@ -316,7 +316,10 @@ impl Network {
         let sig = self.with_net(py, |net, _| Ok(Signature::of(net)))?;
         let arrays = sig.convert("forward", inputs)?;
         let lengths = sequences::lengths("forward", lengths)?;
-        let views = arrays.iter().map(Input::view).collect::<PyResult<Vec<_>>>()?;
+        let views = arrays
+            .iter()
+            .map(Input::view)
+            .collect::<PyResult<Vec<_>>>()?;
         let lengths = lengths.as_ref().map(Borrowed::view).transpose()?;
         let outputs = self.with_net(py, |net, be| {
             let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();

@@ -17,8 +17,8 @@
 use crate::convert::{self, Borrowed};
 use crate::device;
 use crate::error::to_py_err;
-use crate::sequences::{self, Input, Signature};
 use crate::network::Network;
+use crate::sequences::{self, Input, Signature};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -166,7 +166,10 @@ impl Runner {
         let sig = Signature::of(&self.runner.current().network);
         let arrays = sig.convert("infer", inputs)?;
         let lengths = sequences::lengths("infer", lengths)?;
-        let views = arrays.iter().map(Input::view).collect::<PyResult<Vec<_>>>()?;
+        let views = arrays
+            .iter()
+            .map(Input::view)
+            .collect::<PyResult<Vec<_>>>()?;
         let lengths = lengths.as_ref().map(Borrowed::view).transpose()?;
         let (outputs, generation) = py.detach(|| {
             let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();

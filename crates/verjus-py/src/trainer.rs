@@ -10,12 +10,12 @@ use crate::convert;
 use crate::dataset::Dataset;
 use crate::device;
 use crate::error::{json_err, to_py_err};
-use crate::sequences::Signature;
-use pyo3::types::PyList;
 use crate::network::Network;
+use crate::sequences::Signature;
 use crate::shared::{self, Model, Shared};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use verjus::nn::solver::{Solver, SolverConfig};
@@ -223,7 +223,7 @@ impl Trainer {
         y: &Bound<'_, PyAny>,
     ) -> PyResult<f32> {
         let sig = self.with_trainer(py, |t| Ok(Signature::of(t.network())))?;
-        let x = sig.convert("train_sequences", &PyList::new(py, [x])?)?;
+        let x = sig.convert("train_sequences", PyList::new(py, [x])?.as_any())?;
         let lengths = convert::ids("train_sequences: lengths", lengths)?;
         let y = convert::targets("train_sequences: y", y)?;
         let (xv, lv, yv) = (x[0].view()?, lengths.view()?, y.view()?);
@@ -249,7 +249,7 @@ impl Trainer {
         y: &Bound<'_, PyAny>,
     ) -> PyResult<(f32, usize)> {
         let sig = self.with_trainer(py, |t| Ok(Signature::of(t.network())))?;
-        let x = sig.convert("evaluate_sequences", &PyList::new(py, [x])?)?;
+        let x = sig.convert("evaluate_sequences", PyList::new(py, [x])?.as_any())?;
         let lengths = convert::ids("evaluate_sequences: lengths", lengths)?;
         let y = convert::targets("evaluate_sequences: y", y)?;
         let (xv, lv, yv) = (x[0].view()?, lengths.view()?, y.view()?);
