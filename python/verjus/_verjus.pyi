@@ -151,6 +151,19 @@ class Network:
 
         :rtype: list[tuple[str, list[int]]]
         """
+    def input_kinds(self) -> list[tuple[str, bool, str]]:
+        """``(name, is a sequence, dtype)`` of each input, in order: a sequence
+        input has a time axis before its unit shape, and ``dtype`` is
+        ``"float32"`` or ``"int32"`` (token ids).
+
+        :rtype: list[tuple[str, bool, str]]
+        """
+    def sequence_outputs(self) -> list[bool]:
+        """Whether each output is a sequence (batch-major ``[batch, T, ...]``
+        from ``forward_sequences``), in order.
+
+        :rtype: list[bool]
+        """
     def outputs(self) -> list[tuple[str, list[int]]]:
         """``(name, unit shape)`` of each output, in order.
 
@@ -178,6 +191,21 @@ class Network:
         converted, and anything else is a ``TypeError``.
 
         :param Sequence[npt.ArrayLike] inputs: one array per network input
+        :return: one float32 array per output
+        :rtype: list[npt.NDArray[np.float32]]
+        """
+    def forward_sequences(
+        self, inputs: Sequence[npt.ArrayLike], lengths: npt.ArrayLike | None = None
+    ) -> list[npt.NDArray[np.float32]]:
+        """Inference on a batch of sequences: one array per input (token ids
+        ``[batch, T]`` for an int32 input, frames ``[batch, T, ...]`` for a
+        float one, ``[batch, ...]`` for an input without a time axis) and
+        optionally each example's length (int32 ``[batch]``, each in
+        ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``,
+        0 past each length.
+
+        :param Sequence[npt.ArrayLike] inputs: one array per network input
+        :param npt.ArrayLike | None lengths: each example's length
         :return: one float32 array per output
         :rtype: list[npt.NDArray[np.float32]]
         """
@@ -326,6 +354,30 @@ class Trainer:
         :return: the mean loss and a copy of output 0 (or None)
         :rtype: tuple[float, npt.NDArray[np.float32] | None]
         """
+    def train_sequences(self, x: npt.ArrayLike, lengths: npt.ArrayLike, y: npt.ArrayLike) -> float:
+        """One step on a batch of sequences: inputs padded batch-major (token
+        ids ``[batch, T]`` or frames ``[batch, T, ...]``), each example's
+        length (int32 ``[batch]``) and targets: per frame ``[batch, T]`` class
+        ids when the output is a sequence (the loss is the mean over real
+        frames), else per example. Returns the mean loss.
+
+        :param npt.ArrayLike x: the padded inputs
+        :param npt.ArrayLike lengths: each example's length
+        :param npt.ArrayLike y: the targets
+        :rtype: float
+        """
+    def evaluate_sequences(
+        self, x: npt.ArrayLike, lengths: npt.ArrayLike, y: npt.ArrayLike
+    ) -> tuple[float, int]:
+        """The mean loss over one batch of sequences (as ``train_sequences``
+        takes them) in inference mode, and what it is a mean over: real
+        frames for a sequence output, else examples.
+
+        :param npt.ArrayLike x: the padded inputs
+        :param npt.ArrayLike lengths: each example's length
+        :param npt.ArrayLike y: the targets
+        :rtype: tuple[float, int]
+        """
     def evaluate(
         self, x: npt.ArrayLike, y: npt.ArrayLike, batch_size: int = 1000
     ) -> tuple[float, float | None]:
@@ -408,6 +460,19 @@ class Runner:
         :return: the outputs and the generation that computed them
         :rtype: tuple[list[npt.NDArray[np.float32]], int]
         """
+    def infer_sequences(
+        self, inputs: Sequence[npt.ArrayLike], lengths: npt.ArrayLike | None = None
+    ) -> tuple[list[npt.NDArray[np.float32]], int]:
+        """Inference on a batch of sequences with the network served now: one
+        array per input (token ids ``[batch, T]``, frames ``[batch, T, ...]``)
+        and optionally each example's length; each call has its own padded
+        length. Sequence outputs come back batch-major.
+
+        :param Sequence[npt.ArrayLike] inputs: one array per network input
+        :param npt.ArrayLike | None lengths: each example's length (int32 ``[batch]``)
+        :return: the outputs and the generation that computed them
+        :rtype: tuple[list[npt.NDArray[np.float32]], int]
+        """
     def swap(self, network: Network) -> int:
         """Swaps in a copy of ``network`` if its inputs and outputs fit (else
         ``ValueError`` naming the mismatch).
@@ -442,6 +507,52 @@ class Runner:
         """Stops watching and waits for the watcher thread; a no-op when not
         watching.
         """
+
+class Stepper:
+    """Steps a network through sequences a few frames at a time, carrying each
+    LSTM's state from call to call (on the network's device).
+
+    :param Network network: the network (its current weights are used)
+    :param int batch: the number of sequences stepped side by side
+    """
+    def __init__(self, network: Network, batch: int = 1) -> None: ...
+    @property
+    def batch(self) -> int:
+        """The number of sequences stepped side by side.
+
+        :rtype: int
+        """
+    def step(
+        self, inputs: Sequence[npt.ArrayLike], lengths: npt.ArrayLike | None = None
+    ) -> list[npt.NDArray[np.float32]]:
+        """The next frames of every sequence: one array per input (token ids
+        ``[batch, T]``, frames ``[batch, T, ...]``) and optionally how many of
+        the ``T`` frames each sequence has (the state of a sequence then stays
+        at its last real frame). Each LSTM starts from the state the previous
+        call ended in. Sequence outputs come back batch-major.
+
+        :param Sequence[npt.ArrayLike] inputs: one array per network input
+        :param npt.ArrayLike | None lengths: real frames per sequence
+        :return: one float32 array per output
+        :rtype: list[npt.NDArray[np.float32]]
+        """
+    def state(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The carried state: ``{name: [batch, hidden] array}`` per LSTM layer
+        (``rnn.h_l0``, ``rnn.c_l0``, ...), copies of the state the last call
+        ended in (zeros before the first).
+
+        :rtype: dict[str, npt.NDArray[np.float32]]
+        """
+    def set_state(self, values: Mapping[str, npt.ArrayLike]) -> None:
+        """Sets the carried state by name (``state``'s names and shapes); the
+        next call starts from it. Names not given keep their values. An
+        unknown name or a wrong shape is a ``ValueError``, and then nothing
+        changed.
+
+        :param Mapping[str, npt.ArrayLike] values: state name to value
+        """
+    def reset_state(self) -> None:
+        """Sets the whole state to zeros: the next call starts new sequences."""
 
 class Dim:
     """The name of an axis; equal only to itself (hashed by identity), so

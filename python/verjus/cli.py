@@ -5,6 +5,9 @@
     verjus info NET.json
     verjus predict RUN_FOLDER --data fashion-mnist --split test --device cpu
     verjus predict NET.json WEIGHTS --data fashion-mnist --split test --device cpu
+    verjus train examples/nets/char_lm.json --data fortunes --lr 2e-3 --batch-size 32 \
+        --clip-norm 1.0 --out runs/char_lm
+    verjus sample runs/char_lm --prompt "The " --chars 200 --temperature 0.8 --seed 0
 
 ``train`` prints the training loss and the test loss and accuracy after each
 epoch and keeps a run folder up to date (rewritten atomically after every
@@ -30,6 +33,16 @@ the folder (a second one to the same ``--out`` is refused while the first runs).
 ``predict`` given a run folder checks its files against the folder's manifest
 and its ``network.json`` against ``NET.json``.
 
+A text definition (its input is a sequence of int32 token ids, such as
+``examples/nets/char_lm.json``) trains a character language model on the
+texts of ``--data fortunes`` (Debian's ``fortunes`` package, or the folder in
+``$VERJUS_FORTUNES``, or a folder given): texts over ``--max-len`` characters
+are left out and every 20th is for validation; each epoch prints the
+validation bits per character, and the run folder also gets ``vocab.json``.
+Where the definition says ``"vocab"`` instead of a number, the data's
+vocabulary size is filled in. ``sample`` generates text from such a run,
+feeding one character per step with the LSTM state carried over.
+
 ``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
 the folder in ``$VERJUS_FASHION_MNIST``) or a folder holding the four IDX
 ``.gz`` files. Errors are printed as one line naming what was wrong, and the
@@ -51,6 +64,14 @@ import numpy.typing as npt
 
 from verjus import __version__, optim
 from verjus._files import write_text_atomic
+from verjus._textcli import (
+    VOCAB_FILE,
+    batchers,
+    fill_vocab,
+    is_text_definition,
+    load_text,
+    sample_text,
+)
 from verjus.data import FASHION_MNIST_CLASSES, fashion_mnist
 from verjus.network import DEFINITION_FILE, Network
 from verjus.plot import plot_curves
@@ -82,10 +103,11 @@ def _optimizer(args: argparse.Namespace) -> optim.Optimizer:
             momentum=args.momentum,
             nesterov=args.nesterov,
             weight_decay=args.weight_decay,
+            clip_norm=args.clip_norm,
         )
     if args.optimizer == "adamw":
-        return optim.AdamW(lr=args.lr, weight_decay=args.weight_decay)
-    return optim.Adam(lr=args.lr, weight_decay=args.weight_decay)
+        return optim.AdamW(lr=args.lr, weight_decay=args.weight_decay, clip_norm=args.clip_norm)
+    return optim.Adam(lr=args.lr, weight_decay=args.weight_decay, clip_norm=args.clip_norm)
 
 
 class _RunFolder(Callback):
@@ -99,6 +121,9 @@ class _RunFolder(Callback):
         self.plot_failed = False
 
     def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        if "train_bpc" in metrics:
+            self._text_row(trainer, metrics)
+            return
         row = {
             "epoch": int(metrics["epoch"]),
             "train_loss": metrics["train_loss"],
@@ -115,6 +140,31 @@ class _RunFolder(Callback):
             f"({row['seconds']:.1f} s, {row['examples_per_second']:,.0f} examples/s)",
             flush=True,
         )
+        self._write(trainer)
+
+    def _text_row(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        """A character model's epoch: losses and bits per character."""
+        row = {
+            "epoch": int(metrics["epoch"]),
+            "train_loss": metrics["train_loss"],
+            "train_bpc": metrics["train_bpc"],
+            "test_loss": metrics["val_loss"],
+            "val_bpc": metrics["val_bpc"],
+            "seconds": metrics["seconds"],
+            "characters_per_second": metrics["frames_per_second"],
+            "lr": trainer.lr,
+        }
+        self.epochs.append(row)
+        print(
+            f"epoch {row['epoch']}/{self.total_epochs}: train {row['train_bpc']:.4f} bpc, "
+            f"validation {row['val_bpc']:.4f} bits per character "
+            f"({row['seconds']:.1f} s, {row['characters_per_second']:,.0f} characters/s)",
+            flush=True,
+        )
+        self._write(trainer)
+
+    def _write(self, trainer: Trainer) -> None:
+        """The checkpoint, metrics.jsonl and curves.png, each replaced atomically."""
         trainer.save_checkpoint(self.out)
         lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
         write_text_atomic(self.out / METRICS_FILE, lines)
@@ -178,9 +228,23 @@ def _check_classifier(net: Network) -> None:
         )
 
 
+def _read_definition(path: str) -> dict | None:
+    """The definition file as a dict, or None when it is not a JSON object
+    (``Network.from_def`` then says what is wrong)."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            definition = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return definition if isinstance(definition, dict) else None
+
+
 def _train(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     _check_out(out, args.overwrite)
+    definition = _read_definition(args.network)
+    if definition is not None and is_text_definition(definition):
+        return _train_text(args, out, definition)
     # Built on the device first: a device that is not there fails before the data loads.
     net = Network.from_def(args.network, seed=args.seed, device=args.device)
     _check_classifier(net)
@@ -225,6 +289,60 @@ def _train(args: argparse.Namespace) -> int:
     print(f"final test accuracy: {run.epochs[-1]['test_accuracy']:.4f}")
     print(f"run folder: {shown} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     print(f"plot: {shown / CURVES_FILE}")
+    return 0
+
+
+def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
+    """``train`` on a character language model definition."""
+    if args.data == "fashion-mnist":
+        args.data = "fortunes"
+    train, validation, vocab = load_text(args.data, args.max_len)
+    filled = fill_vocab(definition, vocab.size, args.network)
+    net = Network.from_def(filled, seed=args.seed, device=args.device)
+    name, unit = net.outputs[0]
+    if list(unit) != [vocab.size]:
+        raise ValueError(
+            f"the network's output {name!r} has unit shape {list(unit)}, expected "
+            f'[{vocab.size}] scores over the vocabulary (write "out_features": "vocab")'
+        )
+    trainer = Trainer(net, _optimizer(args), "cross_entropy")
+    train_batches, val_batches = batchers(train, validation, vocab, args.batch_size)
+    shown_name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
+    print(
+        f"{shown_name}: {len(train)} training texts ({train_batches.tokens:,} characters) and "
+        f"{len(validation)} validation texts, vocabulary {vocab.size}, {args.optimizer} lr "
+        f"{args.lr:g}, batch {args.batch_size}, clip norm {args.clip_norm}, "
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}",
+        flush=True,
+    )
+    with _holding(out):
+        _check_out(out, args.overwrite)
+        for stale in (METRICS_FILE, CURVES_FILE, VOCAB_FILE):
+            (out / stale).unlink(missing_ok=True)
+        trainer.save_checkpoint(out)
+        vocab.save(out / VOCAB_FILE)  # atomic; the checkpoint saves keep it
+        title = f"{shown_name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
+        run = _RunFolder(out, title, args.epochs)
+        trainer.fit(
+            train_batches,
+            epochs=args.epochs,
+            validation_data=val_batches,
+            seed=args.seed,
+            progress=not args.no_progress,
+            verbose=0,
+            callbacks=[run],
+        )
+    shown = Path(args.out)
+    if run.epochs:
+        print(f"final validation bits per character: {run.epochs[-1]['val_bpc']:.4f}")
+    print(f"run folder: {shown} ({', '.join(sorted(p.name for p in out.iterdir()))})")
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    print(
+        sample_text(args.folder, args.prompt, args.chars, args.temperature, args.seed, args.device)
+    )
     return 0
 
 
@@ -319,7 +437,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"verjus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train a network on Fashion-MNIST")
+    train = commands.add_parser(
+        "train", help="train a network on Fashion-MNIST, or a character model on text"
+    )
     train.add_argument("network", help="network definition (JSON file)")
     train.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
     train.add_argument("--epochs", type=EPOCHS, default=3)
@@ -334,7 +454,22 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default="runs/latest", help="run folder (new, or empty)")
     train.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument(
+        "--clip-norm", type=float, default=None, help="clip the gradient's global L2 norm"
+    )
+    train.add_argument(
+        "--max-len", type=BATCH_SIZE, default=512, help="text data: leave out longer texts"
+    )
     train.set_defaults(run=_train)
+
+    sample = commands.add_parser("sample", help="generate text from a trained character model")
+    sample.add_argument("folder", metavar="RUN", help="run folder of a text `verjus train`")
+    sample.add_argument("--prompt", default="", help="the text to continue")
+    sample.add_argument("--chars", type=EPOCHS, default=200, help="characters to generate")
+    sample.add_argument("--temperature", type=float, default=1.0)
+    sample.add_argument("--seed", type=SEED, default=None)
+    sample.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    sample.set_defaults(run=_sample)
 
     info = commands.add_parser("info", help="print a network's layers, shapes and parameters")
     info.add_argument("network", help="network definition (JSON file)")

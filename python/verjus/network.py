@@ -22,9 +22,10 @@ import numpy.typing as npt
 
 from verjus import _verjus
 from verjus._config import dumps_finite
+from verjus._sequences import check_lengths, is_ragged, pad, zero_padding
 from verjus.nn import Graph, Sequential
 
-__all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network"]
+__all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network", "Stepper"]
 
 DEFINITION_FILE = "network.json"
 MAX_DEFINITION_BYTES = 64 << 20  # as the Rust side's cap on a checkpoint's JSON files
@@ -193,16 +194,84 @@ class Network:
 
     # -- inference ---------------------------------------------------------------
 
-    def forward(self, *inputs: npt.ArrayLike, **named: npt.ArrayLike) -> Any:
+    def forward(
+        self, *inputs: npt.ArrayLike, lengths: npt.ArrayLike | None = None, **named: npt.ArrayLike
+    ) -> Any:
         """Inference (no dropout) on one batch: one array ``[batch, *unit_shape]``
         per input, positionally or by input name. Returns one float32 array, or a
         tuple of them when the network has several outputs.
 
         A C-contiguous float32 array is read without a copy; other float arrays
-        are converted."""
+        are converted.
+
+        A sequence input (a definition input with a leading ``null`` time axis)
+        takes a padded batch-major array, token ids ``[batch, T]`` for an int32
+        input or frames ``[batch, T, ...]``, with each example's ``lengths``
+        (``[batch]``, each in ``0..=T``; default all ``T``), or a list of
+        per-example arrays of any lengths, which is padded (and gives the
+        lengths). Sequence outputs come back batch-major ``[batch, T, ...]``,
+        0 past each example's length. A length past ``T`` or a token id
+        outside the vocabulary is a ``ValueError`` naming the example."""
         arrays = self._order_inputs(inputs, named)
-        outputs = self._native.forward(arrays)
+        if not self.takes_sequences:
+            if lengths is not None:
+                raise ValueError(
+                    "forward: lengths were given, but the network has no sequence input"
+                )
+            outputs = self._native.forward(arrays)
+        else:
+            arrays, lengths = self._sequence_batch(arrays, lengths, "forward")
+            outputs = self._native.forward_sequences(arrays, lengths)
+            if lengths is not None:
+                flags = self._native.sequence_outputs()
+                outputs = [
+                    zero_padding(o, lengths) if f else o
+                    for o, f in zip(outputs, flags, strict=True)
+                ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    @property
+    def takes_sequences(self) -> bool:
+        """Whether an input has a time axis (a sequence network)."""
+        return any(seq for _, seq, _ in self._input_kinds())
+
+    def _input_kinds(self) -> list[tuple[str, bool, str]]:
+        kinds = getattr(self, "_kinds", None)
+        if kinds is None:
+            kinds = self._kinds = self._native.input_kinds()
+        return kinds
+
+    def _sequence_batch(
+        self, arrays: list[Any], lengths: npt.ArrayLike | None, what: str
+    ) -> tuple[list[Any], npt.NDArray[np.int32] | None]:
+        """The inputs of a sequence network with lists padded, and the lengths
+        (given, from the padding, or None for all frames), checked."""
+        out = []
+        for array, (name, seq, dtype) in zip(arrays, self._input_kinds(), strict=True):
+            if seq and is_ragged(array):
+                array, found = pad(array, f"{what}: input {name!r}", ids=dtype == "int32")
+                if lengths is None:
+                    lengths = found
+            out.append(array)
+        if lengths is not None:
+            first = next(
+                np.asarray(a)
+                for a, (_, seq, _) in zip(out, self._input_kinds(), strict=True)
+                if seq
+            )
+            if first.ndim < 2:
+                raise ValueError(
+                    f"{what}: a sequence input is [batch, T, ...], got shape {list(first.shape)}"
+                )
+            lengths = check_lengths(lengths, first.shape[0], first.shape[1], what)
+        return out, lengths
+
+    def stepper(self, batch: int = 1) -> Stepper:
+        """A ``Stepper`` that feeds this network ``batch`` sequences a few frames
+        at a time, each call's LSTMs starting from the state the last one ended
+        in (for sampling without recomputing the prefix). It computes with
+        this network's current weights."""
+        return Stepper(self, batch)
 
     __call__ = forward
 
@@ -265,3 +334,82 @@ class Network:
             f"Network(inputs=[{ins}], outputs=[{outs}], "
             f"parameters={self.parameter_count():,}, device={self.device!r})"
         )
+
+
+class Stepper:
+    """Steps a sequence network through ``batch`` sequences a few frames per
+    call, carrying each LSTM's state (``h``, ``c``) from call to call on the
+    network's device: a sampling loop feeds one token per call without
+    recomputing the prefix::
+
+        stepper = net.stepper()            # batch 1
+        logits = stepper.step([eot])       # [1, vocab]: the first frame
+        logits = stepper.step([next_id])   # continues from the state
+        stepper.reset_state()              # a new sequence
+
+    ``step`` takes token ids ``[batch]`` (one frame each; the sequence outputs
+    come back ``[batch, ...]``) or ``[batch, T]`` (outputs ``[batch, T, ...]``),
+    with optional ``lengths`` (a shorter sequence's state stays at its last
+    real frame). ``state()`` returns the state as ``{"rnn.h_l0": [batch,
+    hidden], ...}`` copies; ``set_state`` writes it back (to continue a saved
+    prefix); ``reset_state`` zeros it. The weights are the network's current
+    ones: a stepper made before training samples from the trained network."""
+
+    def __init__(self, network: Network, batch: int = 1) -> None:
+        if not isinstance(network, Network):
+            raise TypeError(f"network must be a verjus.Network, got {type(network).__name__}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"Stepper: batch must be a positive int, got {batch!r}")
+        self.network = network
+        self._native = _verjus.Stepper(network._native, batch)
+
+    @property
+    def batch(self) -> int:
+        """The number of sequences stepped side by side."""
+        return self._native.batch
+
+    def step(self, *inputs: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> Any:
+        """The outputs for the next frame(s) of each sequence (see the class);
+        one array, or a tuple for several outputs."""
+        kinds = self.network._input_kinds()
+        if len(inputs) != len(kinds):
+            raise ValueError(
+                f"step: the network has {len(kinds)} input(s) "
+                f"{[n for n, _, _ in kinds]}, got {len(inputs)} array(s)"
+            )
+        arrays = [np.asarray(a) for a in inputs]
+        single = all(
+            a.ndim == 1 + len(shape)
+            for a, (_, seq, _), (_, shape) in zip(arrays, kinds, self.network.inputs, strict=True)
+            if seq
+        )
+        if single:  # one frame per sequence: add the time axis, and drop it after
+            arrays = [
+                a[:, None] if seq else a for a, (_, seq, _) in zip(arrays, kinds, strict=True)
+            ]
+        arrays, lengths = self.network._sequence_batch(arrays, lengths, "step")
+        outputs = self._native.step(arrays, lengths)
+        if single:
+            flags = self.network._native.sequence_outputs()
+            outputs = [o[:, 0] if f else o for o, f in zip(outputs, flags, strict=True)]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def state(self) -> dict[str, npt.NDArray[np.float32]]:
+        """The carried state by name (copies), zeros before the first step."""
+        return dict(self._native.state())
+
+    def set_state(self, values: Mapping[str, npt.ArrayLike]) -> None:
+        """Sets the carried state by name (``state()``'s names and shapes); names
+        not given keep their values. On a ``ValueError`` nothing changed."""
+        if not isinstance(values, Mapping):
+            raise TypeError(
+                f"set_state takes a mapping of state names to arrays, got {type(values).__name__}"
+            )
+        self._native.set_state(dict(values))
+
+    def reset_state(self) -> None:
+        """Zeros the carried state: the next step starts new sequences."""
+        self._native.reset_state()
+
+    def __repr__(self) -> str:
+        return f"Stepper(batch={self.batch})"

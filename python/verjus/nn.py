@@ -45,18 +45,23 @@ from typing import Any
 
 __all__ = [
     "GELU",
+    "LSTM",
     "Add",
     "AvgPool2d",
     "Concat",
     "Conv2d",
     "Dropout",
+    "Embedding",
     "Flatten",
     "Graph",
     "Input",
+    "LastFrame",
     "Layer",
     "Linear",
     "LogSoftmax",
+    "MaxOverTime",
     "MaxPool2d",
+    "MeanOverTime",
     "Node",
     "ReLU",
     "Reshape",
@@ -66,12 +71,17 @@ __all__ = [
     "Tanh",
 ]
 
-# The definition format written: 2 where an output is named apart from its
-# layer (the core reads both), else 1, which older readers understand too.
+# The definition format written: 3 with a sequence input or layer, 2 where an
+# output is named apart from its layer (the core reads all), else 1, which
+# older readers understand too.
 FORMAT_VERSION = 2
+SEQUENCE_FORMAT_VERSION = 3
 
 # Layer types with parameters (the ones a repeated call shares).
-_PARAMETRIC = frozenset({"Linear", "Conv2d"})
+_PARAMETRIC = frozenset({"Linear", "Conv2d", "Embedding", "LSTM"})
+
+# Layer types that need format version 3.
+_SEQUENCE_LAYERS = frozenset({"Embedding", "LSTM", "LastFrame", "MeanOverTime", "MaxOverTime"})
 
 
 def _pair(value: int | Sequence[int], what: str) -> int | list[int]:
@@ -329,20 +339,123 @@ class Concat(Layer):
         return {"axis": self.axis}
 
 
+class Embedding(Layer):
+    """A table of ``vocab`` learned vectors of size ``dim``, looked up by int32
+    token ids (per frame of a sequence): ``[..] -> [.., dim]``. An id outside
+    ``0..vocab`` is an error naming the example and the frame."""
+
+    kind = "Embedding"
+
+    def __init__(
+        self, vocab: int, dim: int, *, name: str | None = None, share: str | None = None
+    ) -> None:
+        super().__init__(name=name, share=share)
+        self.vocab = vocab
+        self.dim = dim
+
+    def settings(self) -> dict[str, Any]:
+        return {"vocab": self.vocab, "dim": self.dim}
+
+
+class LSTM(Layer):
+    """A (stacked, optionally bidirectional) LSTM over a sequence of frames:
+    sequence ``[F]`` -> sequence ``[hidden]`` (``[2 * hidden]`` bidirectional),
+    0 past each example's length. ``dropout`` applies between layers in
+    training. Parameters are named as PyTorch's ``nn.LSTM`` (``weight_ih_l0``...)."""
+
+    kind = "LSTM"
+
+    def __init__(
+        self,
+        hidden: int,
+        *,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        bias: bool = True,
+        name: str | None = None,
+        share: str | None = None,
+    ) -> None:
+        super().__init__(name=name, share=share)
+        self.hidden = hidden
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.bidirectional = bidirectional
+        self.bias = bias
+
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"hidden": self.hidden}
+        if self.num_layers != 1:
+            out["num_layers"] = self.num_layers
+        if self.dropout:
+            out["dropout"] = self.dropout
+        if self.bidirectional:
+            out["bidirectional"] = True
+        if not self.bias:
+            out["bias"] = False
+        return out
+
+
+class LastFrame(Layer):
+    """Each example's frame at ``length - 1``: sequence -> one value per example
+    (an empty sequence is an error)."""
+
+    kind = "LastFrame"
+
+
+class MeanOverTime(Layer):
+    """The mean over each example's frames (0 for an empty sequence)."""
+
+    kind = "MeanOverTime"
+
+
+class MaxOverTime(Layer):
+    """The maximum over each example's frames (an empty sequence is an error)."""
+
+    kind = "MaxOverTime"
+
+
 def _network_def(
     inputs: list[dict[str, Any]],
     layers: list[dict[str, Any]],
     outputs: list[str | dict[str, str]],
 ) -> dict[str, Any]:
     renamed = any(isinstance(o, dict) for o in outputs)
+    version = FORMAT_VERSION if renamed else 1
+    if _uses_sequences(inputs, layers):
+        version = SEQUENCE_FORMAT_VERSION
     definition: dict[str, Any] = {
-        "format_version": FORMAT_VERSION if renamed else 1,
+        "format_version": version,
         "inputs": inputs,
         "layers": layers,
     }
     if outputs:
         definition["outputs"] = outputs
     return definition
+
+
+def _uses_sequences(inputs: list[dict[str, Any]], layers: list[dict[str, Any]]) -> bool:
+    """Whether the definition needs format version 3: a sequence or int32
+    input, or a sequence layer (at any depth)."""
+    if any(i["shape"][:1] == [None] or i.get("dtype", "float32") != "float32" for i in inputs):
+        return True
+    stack = list(layers)
+    while stack:
+        layer = stack.pop()
+        if layer.get("type") in _SEQUENCE_LAYERS:
+            return True
+        stack.extend(layer.get("layers", []))
+    return False
+
+
+def _input(name: str, shape: list[int | None], dtype: str) -> dict[str, Any]:
+    """An input object; ``dtype`` only when it is not the default."""
+    if dtype not in ("float32", "int32"):
+        raise ValueError(f"input {name!r}: dtype must be 'float32' or 'int32', got {dtype!r}")
+    entry: dict[str, Any] = {"name": name, "shape": shape}
+    if dtype != "float32":
+        entry["dtype"] = dtype
+    return entry
 
 
 def _output(name: str | None, layer: str) -> str | dict[str, str]:
@@ -354,10 +467,15 @@ def _output(name: str | None, layer: str) -> str | dict[str, str]:
     return {"name": name, "from": layer}
 
 
-def _unit_shape(shape: Iterable[int], what: str) -> list[int]:
+def _unit_shape(shape: Iterable[int | None], what: str) -> list[int | None]:
+    """A unit shape; a leading ``None`` is a sequence's time axis."""
     dims = list(shape)
-    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims):
-        raise ValueError(f"{what} must be a sequence of non-negative ints, got {shape!r}")
+    frame = dims[1:] if dims[:1] == [None] else dims
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in frame):
+        raise ValueError(
+            f"{what} must be a sequence of non-negative ints (a leading None for a "
+            f"sequence's time axis), got {shape!r}"
+        )
     return dims
 
 
@@ -369,6 +487,13 @@ class Sequential(Layer):
     Unnamed layers are named ``<type>_<n>`` (``conv2d_1``, ``relu_1``, ``relu_2``).
     The network's input is named ``input_name``, and its output is named
     ``output_name`` (default: after the last layer).
+
+    A sequence network's ``input_shape`` starts with ``None``, the time axis
+    (``(None,)`` with ``input_dtype="int32"`` for token ids, ``(None, 28)``
+    for frames of 28 features)::
+
+        nn.Sequential(nn.Embedding(114, 64), nn.LSTM(256), nn.Linear(114),
+                      input_shape=(None,), input_dtype="int32")
     """
 
     kind = "Sequential"
@@ -376,12 +501,14 @@ class Sequential(Layer):
     def __init__(
         self,
         *layers: Layer,
-        input_shape: Sequence[int] | None = None,
+        input_shape: Sequence[int | None] | None = None,
         input_name: str = "input",
+        input_dtype: str = "float32",
         output_name: str | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(name=name)
+        self.input_dtype = input_dtype
         for layer in layers:
             if not isinstance(layer, Layer):
                 raise TypeError(f"Sequential takes layers, got {type(layer).__name__}")
@@ -430,7 +557,9 @@ class Sequential(Layer):
                 raise ValueError("Sequential: output_name needs at least one layer")
             outputs = [_output(self.output_name, self._names()[-1])]
         return _network_def(
-            [{"name": self.input_name, "shape": self.input_shape}], self._layer_defs(), outputs
+            [_input(self.input_name, self.input_shape, self.input_dtype)],
+            self._layer_defs(),
+            outputs,
         )
 
     def to_json(self) -> str:
@@ -452,11 +581,13 @@ class Node:
 
 
 class Input(Node):
-    """A named network input with its unit shape (no batch axis)."""
+    """A named network input with its unit shape (no batch axis); a leading
+    ``None`` is a sequence's time axis, and ``dtype="int32"`` takes token ids."""
 
-    def __init__(self, name: str, shape: Sequence[int]) -> None:
+    def __init__(self, name: str, shape: Sequence[int | None], dtype: str = "float32") -> None:
         super().__init__(None, [], input_name=name)
         self.shape = _unit_shape(shape, f"input {name!r} shape")
+        self.dtype = dtype
 
 
 class Graph:
@@ -501,7 +632,7 @@ class Graph:
             if owner != names[id(node)] and node.layer.kind in _PARAMETRIC:
                 entry["share"] = owner
             layers.append(entry)
-        inputs = [{"name": n.input_name, "shape": n.shape} for n in self.inputs]
+        inputs = [_input(str(n.input_name), n.shape, n.dtype) for n in self.inputs]
         outputs = [
             _output(name, names[id(o)] if o.layer is not None else str(o.input_name))
             for name, o in zip(self.output_names, self.outputs, strict=True)

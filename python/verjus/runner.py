@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verjus import _verjus
+from verjus._sequences import is_ragged, pad
 from verjus.network import Network
 
 __all__ = ["Runner"]
@@ -75,17 +76,35 @@ class Runner:
         """0 for the first network, +1 for each swap."""
         return self._native.generation
 
-    def infer(self, *inputs: npt.ArrayLike) -> Any:
+    def infer(self, *inputs: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> Any:
         """Inference on one batch (one array per network input) with the network
-        served now. Returns one float32 array, or a tuple for several outputs."""
-        outputs, _ = self._native.infer(list(inputs))
+        served now. Returns one float32 array, or a tuple for several outputs.
+
+        A sequence network takes padded batch-major inputs (token ids ``[batch,
+        T]``, frames ``[batch, T, ...]``) with each example's ``lengths``, or a
+        list of per-example arrays, as ``Network.forward`` does; each call has
+        its own length, and sequence outputs come back batch-major."""
+        outputs, _ = self.infer_with_generation(*inputs, lengths=lengths)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def infer_with_generation(
-        self, *inputs: npt.ArrayLike
+        self, *inputs: npt.ArrayLike, lengths: npt.ArrayLike | None = None
     ) -> tuple[list[npt.NDArray[np.float32]], int]:
         """``infer``'s outputs (always a list) and the generation that computed them."""
-        return self._native.infer(list(inputs))
+        arrays = list(inputs)
+        if lengths is not None or any(is_ragged(a) for a in arrays):
+            if any(is_ragged(a) for a in arrays):
+                padded = [
+                    pad(a, f"infer: input {i}", ids=_ids(a)) if is_ragged(a) else (a, None)
+                    for i, a in enumerate(arrays)
+                ]
+                arrays = [p for p, _ in padded]
+                found = next(ls for _, ls in padded if ls is not None)
+                lengths = found if lengths is None else lengths
+            return self._native.infer_sequences(arrays, lengths)
+        if any(np.asarray(a).dtype.kind in "iu" for a in arrays):
+            return self._native.infer_sequences(arrays, None)
+        return self._native.infer(arrays)
 
     def swap(self, network: Network) -> int:
         """Serves a copy of ``network`` from now on; returns the new generation."""
@@ -119,3 +138,8 @@ class Runner:
 
     def __repr__(self) -> str:
         return f"Runner(generation={self.generation})"
+
+
+def _ids(items: list[Any]) -> bool:
+    """Whether per-example arrays hold token ids (integers) rather than frames."""
+    return bool(items) and np.asarray(items[0]).dtype.kind in "iu"

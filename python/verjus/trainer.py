@@ -35,6 +35,8 @@ from tqdm.auto import tqdm
 
 from verjus import _verjus
 from verjus._config import dumps_finite
+from verjus._seqfit import SequenceBatches, fit_sequences
+from verjus.data import TextBatcher
 from verjus.network import Network
 from verjus.optim import Optimizer, from_config
 
@@ -249,9 +251,10 @@ class Trainer:
 
     def fit(
         self,
-        x: npt.ArrayLike,
-        y: npt.ArrayLike,
+        x: Any,
+        y: Any = None,
         *,
+        lengths: npt.ArrayLike | None = None,
         epochs: int = 1,
         batch_size: int = 32,
         validation_data: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
@@ -274,13 +277,44 @@ class Trainer:
         stderr when it is a terminal, and removed when the epoch ends).
         Returns the ``History``: per epoch ``epoch``, ``train_loss``,
         ``seconds``, ``examples_per_second`` and, with validation data,
-        ``val_loss`` and ``val_accuracy``."""
+        ``val_loss`` and ``val_accuracy``.
+
+        A sequence network trains on a ``verjus.data.TextBatcher`` (``y``
+        omitted), a list of per-example arrays (``y`` a list of per-frame
+        targets, or labels), or padded arrays with ``lengths``; each batch is
+        cut to its longest example. ``validation_data`` is then a
+        ``TextBatcher``, ``(x, y)`` or ``(x, y, lengths)``. With a per-frame
+        loss (the output is a sequence) the losses are means over real frames,
+        also given in bits (``train_bpc``, ``val_bpc``: bits per character for
+        a character model); every example needs a frame. Gradient-norm
+        clipping is the optimizer's ``clip_norm``."""
         if epochs < 0 or batch_size <= 0 or eval_batch_size <= 0:
             raise ValueError(
                 "fit: need epochs >= 0, batch_size > 0 and eval_batch_size > 0, got "
                 f"{epochs}, {batch_size} and {eval_batch_size}"
             )
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
+        if isinstance(x, TextBatcher) or self.network.takes_sequences:
+            train = SequenceBatches(self, x, y, lengths, batch_size, "fit")
+            validation = None
+            if validation_data is not None:
+                vx, vy, vl = _sequence_validation(validation_data)
+                validation = SequenceBatches(self, vx, vy, vl, eval_batch_size, "validation_data")
+            self.stop_training = False
+            return fit_sequences(
+                self,
+                train,
+                validation,
+                epochs=epochs,
+                shuffle=shuffle,
+                seed=seed,
+                progress=progress,
+                verbose=verbose,
+                hooks=hooks,
+                history=History(),
+            )
+        if lengths is not None:
+            raise ValueError("fit: lengths were given, but the network has no sequence input")
         data = _verjus.Dataset(x, y)
         validation = None if validation_data is None else _validation_set(validation_data)
         # Once, before training: an empty set, or a bad label (named by its
@@ -357,3 +391,16 @@ def _validation_set(data: object) -> _verjus.Dataset:
             what += f" of {len(data)} items"
         raise TypeError(f"fit: validation_data must be a pair (x, y), got {what}")
     return _verjus.Dataset(*data)
+
+
+def _sequence_validation(data: object) -> tuple[Any, Any, Any]:
+    """``fit``'s ``validation_data`` for sequences: a ``TextBatcher``, ``(x, y)``
+    or ``(x, y, lengths)``."""
+    if isinstance(data, TextBatcher):
+        return data, None, None
+    if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+        return data[0], data[1], data[2] if len(data) == 3 else None
+    raise TypeError(
+        "fit: validation_data must be a TextBatcher, (x, y) or (x, y, lengths), "
+        f"got a {type(data).__name__}"
+    )

@@ -127,6 +127,37 @@ pub(crate) fn floats<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Borro
     borrow_or_convert(what, &array, "float32")
 }
 
+/// An integer array read as int32 (token ids, lengths); `what` names it in
+/// errors. Values that do not fit int32 are a `ValueError` (the cast would
+/// wrap them into other ids).
+pub(crate) fn ids<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Borrowed<'py, i32>> {
+    let array = as_array(what, obj)?;
+    let dtype = array.dtype();
+    if !matches!(dtype.kind(), b'i' | b'u') {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an integer array, got an array of {dtype}"
+        )));
+    }
+    let wide = dtype.itemsize() > 4 || (dtype.kind() == b'u' && dtype.itemsize() == 4);
+    if wide && array.len() > 0 {
+        let (low, high): (i128, i128) = (
+            array.call_method0("min")?.extract()?,
+            array.call_method0("max")?.extract()?,
+        );
+        let bad = if low < i128::from(i32::MIN) {
+            low
+        } else {
+            high
+        };
+        if low < i128::from(i32::MIN) || high > i128::from(i32::MAX) {
+            return Err(PyValueError::new_err(format!(
+                "{what}: value {bad} does not fit int32"
+            )));
+        }
+    }
+    borrow_or_convert(what, &array, "int32")
+}
+
 /// Targets: an integer array (class labels, as int64) or a float array (values,
 /// as float32); `what` names it in errors.
 pub(crate) fn targets<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Targets<'py>> {

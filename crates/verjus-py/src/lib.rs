@@ -33,7 +33,9 @@ mod memory;
 mod network;
 mod rf;
 mod runner;
+mod sequences;
 mod shared;
+mod stepper;
 mod text_data;
 mod trainer;
 
@@ -134,6 +136,7 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<trainer::Trainer>()?;
     m.add_class::<runner::Runner>()?;
+    m.add_class::<stepper::Stepper>()?;
     rf::register(m)?;
     memory::register(m)?;
     text_data::register(m)?;

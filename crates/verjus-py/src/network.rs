@@ -8,6 +8,7 @@
 use crate::convert::{self, Borrowed};
 use crate::device;
 use crate::error::to_py_err;
+use crate::sequences::{self, Input, Signature};
 use crate::shared::{self, Shared};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -161,6 +162,35 @@ impl Network {
         })
     }
 
+    /// ``(name, is a sequence, dtype)`` of each input, in order: a sequence
+    /// input has a time axis before its unit shape, and ``dtype`` is
+    /// ``"float32"`` or ``"int32"`` (token ids).
+    ///
+    /// :rtype: list[tuple[str, bool, str]]
+    fn input_kinds(&self, py: Python<'_>) -> PyResult<Vec<(String, bool, &'static str)>> {
+        self.with_net(py, |net, _| {
+            Ok(net
+                .inputs()
+                .iter()
+                .map(|i| {
+                    let dtype = match i.dtype {
+                        verjus::nn::InputDType::F32 => "float32",
+                        verjus::nn::InputDType::I32 => "int32",
+                    };
+                    (i.name.clone(), i.sequence, dtype)
+                })
+                .collect())
+        })
+    }
+
+    /// Whether each output is a sequence (batch-major ``[batch, T, ...]``
+    /// from ``forward_sequences``), in order.
+    ///
+    /// :rtype: list[bool]
+    fn sequence_outputs(&self, py: Python<'_>) -> PyResult<Vec<bool>> {
+        self.with_net(py, |net, _| Ok(Signature::of(net).sequence_outputs))
+    }
+
     /// ``(name, unit shape)`` of each output, in order.
     ///
     /// :rtype: list[tuple[str, list[int]]]
@@ -257,6 +287,48 @@ impl Network {
         let outputs = self.with_net(py, |net, be| {
             let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
             device::on_device(be, &refs, |inputs| net.transform(&**be, inputs)).map_err(to_py_err)
+        })?;
+        let list = PyList::empty(py);
+        for t in outputs {
+            list.append(convert::to_numpy(py, t)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Inference on a batch of sequences: one array per input (token ids
+    /// ``[batch, T]`` for an int32 input, frames ``[batch, T, ...]`` for a
+    /// float one, ``[batch, ...]`` for an input without a time axis) and
+    /// optionally each example's length (int32 ``[batch]``, each in
+    /// ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``
+    /// (frames past a length hold what the per-frame layers make of padding).
+    ///
+    /// :param Sequence[npt.ArrayLike] inputs: one array per network input
+    /// :param npt.ArrayLike | None lengths: each example's length
+    /// :return: one float32 array per output
+    /// :rtype: list[npt.NDArray[np.float32]]
+    #[pyo3(signature = (inputs, lengths = None))]
+    fn forward_sequences<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        lengths: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let sig = self.with_net(py, |net, _| Ok(Signature::of(net)))?;
+        let arrays = sig.convert("forward", inputs)?;
+        let lengths = sequences::lengths("forward", lengths)?;
+        let views = arrays
+            .iter()
+            .map(Input::view)
+            .collect::<PyResult<Vec<_>>>()?;
+        let lengths = lengths.as_ref().map(Borrowed::view).transpose()?;
+        let outputs = self.with_net(py, |net, be| {
+            let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
+            let batch = refs.first().and_then(|t| t.dims().first().copied());
+            let outputs = device::on_device(be, &refs, |inputs| {
+                net.transform_with_lengths(&**be, inputs, lengths.as_deref())
+            })
+            .map_err(to_py_err)?;
+            sig.batch_major(outputs, batch.unwrap_or(0))
         })?;
         let list = PyList::empty(py);
         for t in outputs {

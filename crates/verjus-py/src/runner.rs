@@ -18,6 +18,7 @@ use crate::convert::{self, Borrowed};
 use crate::device;
 use crate::error::to_py_err;
 use crate::network::Network;
+use crate::sequences::{self, Input, Signature};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -135,6 +136,52 @@ impl Runner {
             })
             .map_err(to_py_err)?;
             Ok::<_, PyErr>((outputs, generation))
+        })?;
+        let list = PyList::empty(py);
+        for t in outputs {
+            list.append(convert::to_numpy(py, t)?)?;
+        }
+        Ok((list, generation))
+    }
+
+    /// Inference on a batch of sequences with the network served now: one
+    /// array per input (token ids ``[batch, T]``, frames ``[batch, T, ...]``)
+    /// and optionally each example's length; each call has its own padded
+    /// length. Sequence outputs come back batch-major.
+    ///
+    /// :param Sequence[npt.ArrayLike] inputs: one array per network input
+    /// :param npt.ArrayLike | None lengths: each example's length (int32 ``[batch]``)
+    /// :return: the outputs and the generation that computed them
+    /// :rtype: tuple[list[npt.NDArray[np.float32]], int]
+    #[pyo3(signature = (inputs, lengths = None))]
+    fn infer_sequences<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+        lengths: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyList>, u64)> {
+        // The signature of the network served now; a swap keeps the inputs'
+        // kinds and the outputs' shapes (check_compatible), so it holds for
+        // whichever network serves the call.
+        let sig = Signature::of(&self.runner.current().network);
+        let arrays = sig.convert("infer", inputs)?;
+        let lengths = sequences::lengths("infer", lengths)?;
+        let views = arrays
+            .iter()
+            .map(Input::view)
+            .collect::<PyResult<Vec<_>>>()?;
+        let lengths = lengths.as_ref().map(Borrowed::view).transpose()?;
+        let (outputs, generation) = py.detach(|| {
+            let refs: Vec<&Tensor> = views.iter().map(|v| &**v).collect();
+            let batch = refs.first().and_then(|t| t.dims().first().copied());
+            let mut generation = 0;
+            let outputs = device::on_device(self.runner.backend(), &refs, |inputs| {
+                let (outputs, g) = self.runner.infer_with_lengths(inputs, lengths.as_deref())?;
+                generation = g;
+                Ok(outputs)
+            })
+            .map_err(to_py_err)?;
+            Ok::<_, PyErr>((sig.batch_major(outputs, batch.unwrap_or(0))?, generation))
         })?;
         let list = PyList::empty(py);
         for t in outputs {

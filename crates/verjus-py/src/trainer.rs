@@ -11,9 +11,11 @@ use crate::dataset::Dataset;
 use crate::device;
 use crate::error::{json_err, to_py_err};
 use crate::network::Network;
+use crate::sequences::Signature;
 use crate::shared::{self, Model, Shared};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use verjus::nn::solver::{Solver, SolverConfig};
@@ -201,6 +203,59 @@ impl Trainer {
             Ok((loss, out))
         })?;
         Ok((loss, out.map(|t| convert::to_numpy(py, t)).transpose()?))
+    }
+
+    /// One step on a batch of sequences: inputs padded batch-major (token
+    /// ids ``[batch, T]`` or frames ``[batch, T, ...]``), each example's
+    /// length (int32 ``[batch]``) and targets: per frame ``[batch, T]`` class
+    /// ids when the output is a sequence (the loss is the mean over real
+    /// frames), else per example. Returns the mean loss.
+    ///
+    /// :param npt.ArrayLike x: the padded inputs
+    /// :param npt.ArrayLike lengths: each example's length
+    /// :param npt.ArrayLike y: the targets
+    /// :rtype: float
+    fn train_sequences(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        lengths: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+    ) -> PyResult<f32> {
+        let sig = self.with_trainer(py, |t| Ok(Signature::of(t.network())))?;
+        let x = sig.convert("train_sequences", PyList::new(py, [x])?.as_any())?;
+        let lengths = convert::ids("train_sequences: lengths", lengths)?;
+        let y = convert::targets("train_sequences: y", y)?;
+        let (xv, lv, yv) = (x[0].view()?, lengths.view()?, y.view()?);
+        self.with_trainer(py, |t| {
+            let (loss, _) = t.train_sequences(&xv, &lv, &yv).map_err(to_py_err)?;
+            Ok(loss)
+        })
+    }
+
+    /// The mean loss over one batch of sequences (as ``train_sequences``
+    /// takes them) in inference mode, and what it is a mean over: real
+    /// frames for a sequence output, else examples.
+    ///
+    /// :param npt.ArrayLike x: the padded inputs
+    /// :param npt.ArrayLike lengths: each example's length
+    /// :param npt.ArrayLike y: the targets
+    /// :rtype: tuple[float, int]
+    fn evaluate_sequences(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        lengths: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+    ) -> PyResult<(f32, usize)> {
+        let sig = self.with_trainer(py, |t| Ok(Signature::of(t.network())))?;
+        let x = sig.convert("evaluate_sequences", PyList::new(py, [x])?.as_any())?;
+        let lengths = convert::ids("evaluate_sequences: lengths", lengths)?;
+        let y = convert::targets("evaluate_sequences: y", y)?;
+        let (xv, lv, yv) = (x[0].view()?, lengths.view()?, y.view()?);
+        self.with_trainer(py, |t| {
+            t.evaluate_sequences(&xv, &lv, &yv).map_err(to_py_err)
+        })
     }
 
     /// Mean loss and accuracy (None unless ``y`` holds class labels) in

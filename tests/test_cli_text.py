@@ -1,0 +1,81 @@
+"""``verjus train`` on a character model definition and ``verjus sample``, on a
+tiny fortune folder (``VERJUS_FORTUNES``)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verjus.cli import main
+
+NET = {
+    "format_version": 3,
+    "inputs": [{"name": "chars", "shape": [None], "dtype": "int32"}],
+    "layers": [
+        {"name": "embed", "type": "Embedding", "vocab": "vocab", "dim": 8},
+        {"name": "rnn", "type": "LSTM", "hidden": 16},
+        {"name": "fc", "type": "Linear", "out_features": "vocab"},
+    ],
+}
+
+
+@pytest.fixture
+def fortunes(tmp_path, monkeypatch):
+    folder = tmp_path / "fortunes"
+    folder.mkdir()
+    texts = [f"the cat sat on mat {i}" for i in range(40)]
+    (folder / "cats").write_text("\n%\n".join(texts) + "\n")
+    monkeypatch.setenv("VERJUS_FORTUNES", str(folder))
+    return folder
+
+
+def test_train_text_writes_run_folder_and_sample_continues_prompt(tmp_path, fortunes, capsys):
+    net = tmp_path / "lm.json"
+    net.write_text(json.dumps(NET))
+    out = tmp_path / "run"
+    argv = ["train", str(net), "--data", "fortunes", "--epochs", "2", "--lr", "0.02"]
+    argv += ["--batch-size", "8", "--clip-norm", "1.0", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("bits per character") >= 2
+    names = {p.name for p in out.iterdir()}
+    assert {"network.json", "weights.safetensors", "metrics.jsonl", "vocab.json"} <= names
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert rows[1]["val_bpc"] < rows[0]["val_bpc"]
+    assert main(["sample", str(out), "--prompt", "the ", "--chars", "20", "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("the ")
+    assert len(text.rstrip("\n")) > 4
+    assert main(["sample", str(out), "--prompt", "the ", "--chars", "20", "--seed", "3"]) == 0
+    assert capsys.readouterr().out == text  # seeded: the same text
+
+
+def test_sample_refuses_unknown_prompt_character(tmp_path, fortunes, capsys):
+    net = tmp_path / "lm.json"
+    net.write_text(json.dumps(NET))
+    out = tmp_path / "run"
+    assert main(["train", str(net), "--epochs", "0", "--out", str(out), "--no-progress"]) == 0
+    assert main(["sample", str(out), "--prompt", "Z", "--chars", "3"]) == 1
+    assert "'Z'" in capsys.readouterr().err
+
+
+def test_wrong_vocab_number_is_refused(tmp_path, fortunes, capsys):
+    d = json.loads(json.dumps(NET))
+    d["layers"][0]["vocab"] = 3
+    net = tmp_path / "lm.json"
+    net.write_text(json.dumps(d))
+    assert main(["train", str(net), "--out", str(tmp_path / "r"), "--no-progress"]) == 1
+    assert "vocab 3" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_shipped_char_lm_definition_is_a_text_definition():
+    from verjus._textcli import fill_vocab, is_text_definition
+
+    path = Path(__file__).parent.parent / "examples" / "nets" / "char_lm.json"
+    d = json.loads(path.read_text())
+    assert is_text_definition(d)
+    filled = fill_vocab(d, 114, str(path))
+    assert filled["layers"][0]["vocab"] == 114
+    assert filled["layers"][2]["out_features"] == 114
