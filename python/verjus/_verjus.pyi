@@ -201,8 +201,8 @@ class Network:
         ``[batch, T]`` for an int32 input, frames ``[batch, T, ...]`` for a
         float one, ``[batch, ...]`` for an input without a time axis) and
         optionally each example's length (int32 ``[batch]``, each in
-        ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``,
-        0 past each length.
+        ``0..=T``). Sequence outputs come back batch-major ``[batch, T, ...]``
+        (frames past a length hold what the per-frame layers make of padding).
 
         :param Sequence[npt.ArrayLike] inputs: one array per network input
         :param npt.ArrayLike | None lengths: each example's length
