@@ -57,6 +57,7 @@ pub struct NetworkDef {
 }
 
 pub use crate::seqdef::{InputDType, InputDef};
+pub use crate::weightdef::WeightSetting;
 
 /// One layer: a name, where its inputs come from, and what it is.
 ///
@@ -75,6 +76,14 @@ pub struct LayerDef {
     /// Path of a layer whose parameters this layer uses instead of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<String>,
+    /// Weight dropout (DropConnect) of this layer's parameters in training:
+    /// drop probabilities in `[0, 1)` (see [`WeightSetting`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_dropout: Option<WeightSetting>,
+    /// Weight noise (variational noise) on this layer's parameters in
+    /// training: standard deviations of the Gaussian noise added to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_noise: Option<WeightSetting>,
     /// The kind of layer and its settings.
     #[serde(flatten)]
     pub config: LayerConfig,
@@ -270,6 +279,15 @@ impl<'de> Deserialize<'de> for LayerDef {
             .map(serde_json::from_value)
             .transpose()
             .map_err(in_layer)?;
+        let mut setting = |key: &str| -> std::result::Result<Option<WeightSetting>, D::Error> {
+            fields
+                .remove(key)
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| D::Error::custom(format!("layer {name:?}: {key}: {e}")))
+        };
+        let weight_dropout = setting("weight_dropout")?;
+        let weight_noise = setting("weight_noise")?;
         // serde ignores extra fields beside the tag of a unit variant; refuse them here.
         let extra: Vec<String> = fields.keys().filter(|k| *k != "type").cloned().collect();
         let config = LayerConfig::deserialize(Value::Object(fields)).map_err(in_layer)?;
@@ -279,10 +297,23 @@ impl<'de> Deserialize<'de> for LayerDef {
                 config.kind()
             )));
         }
+        if matches!(
+            config,
+            LayerConfig::Sequential { .. } | LayerConfig::Graph { .. }
+        ) && (weight_dropout.is_some() || weight_noise.is_some())
+        {
+            return Err(D::Error::custom(format!(
+                "layer {name:?}: weight_dropout and weight_noise apply to the layers \
+                 inside a {}, not to the container",
+                config.kind()
+            )));
+        }
         Ok(LayerDef {
             name,
             inputs,
             share,
+            weight_dropout,
+            weight_noise,
             config,
         })
     }

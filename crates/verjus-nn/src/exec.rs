@@ -165,10 +165,7 @@ impl Network {
                         values: before,
                     },
                     y,
-                    params: Params {
-                        ids: &node.params,
-                        all: &self.parameters,
-                    },
+                    params: Params::new(&node.params, &self.parameters),
                     scratch,
                     train,
                     stream,
@@ -333,10 +330,7 @@ impl Network {
                         y: &values[out],
                         dy,
                         dx: staging,
-                        params: Params {
-                            ids: &node.params,
-                            all: &self.parameters,
-                        },
+                        params: Params::new(&node.params, &self.parameters),
                         dparams: ParamGrads {
                             dst: &plan.dparam[t],
                             grads: param_grads,

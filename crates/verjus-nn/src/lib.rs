@@ -86,11 +86,14 @@ mod state;
 mod trainer;
 mod transfer;
 mod watch;
+mod weightdef;
 pub mod weights;
 
 pub use atomic::write_atomic;
 pub use context::Context;
-pub use def::{InputDType, InputDef, LayerConfig, LayerDef, NetworkDef, OutputDef, Pair};
+pub use def::{
+    InputDType, InputDef, LayerConfig, LayerDef, NetworkDef, OutputDef, Pair, WeightSetting,
+};
 pub use descriptor::{Descriptor, Init, ParamDesc};
 pub use loss::Loss;
 pub use network::Network;

@@ -102,6 +102,7 @@ impl Network {
             }
             let seq = time_of(&leaf.path, config, &ins, &value_seq, &def)?;
             let b = layers::build(&leaf.path, config, &shapes)?;
+            let b = layers::weight_param::wrap(&leaf.path, leaf.def, b)?;
             Shape::new(b.output.clone()).map_err(|e| {
                 Error::definition(&leaf.path, format!("output shape is too large: {e}"))
             })?;

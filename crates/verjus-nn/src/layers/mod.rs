@@ -24,11 +24,14 @@ pub(crate) mod pool;
 mod reshape;
 mod softmax;
 mod time_reduce;
+pub(crate) mod weight_param;
 
 #[cfg(test)]
 mod seq_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod weight_tests;
 
 use crate::def::LayerConfig;
 use crate::descriptor::Init;
@@ -77,8 +80,9 @@ pub(crate) struct ParamSpec {
     pub init: Init,
 }
 
-/// A per-context buffer whose shape depends on the call's time length and
-/// batch size (an LSTM's per-layer outputs, its reserve, index lists).
+/// A per-context buffer whose shape the layer gives: one that depends on the
+/// call's time length and batch size (an LSTM's per-layer outputs, its
+/// reserve, index lists), or a fixed one (a derived weight).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct FrameScratch {
     pub dims: Vec<usize>,
@@ -171,10 +175,40 @@ impl<'a> Inputs<'a> {
 pub(crate) struct Params<'a> {
     pub ids: &'a [usize],
     pub all: &'a [Parameter],
+    /// Values that stand in for some parameters (weight dropout and weight
+    /// noise in training, see `weight_param`).
+    pub derived: Option<Derived<'a>>,
+}
+
+/// Derived values of parameters: `slot[j]` is the index in `values` of the
+/// value that parameter `j` reads as, if any.
+#[derive(Clone, Copy)]
+pub(crate) struct Derived<'a> {
+    pub slot: &'a [Option<usize>],
+    pub values: &'a [Tensor],
 }
 
 impl<'a> Params<'a> {
+    /// The layer's own parameters, as stored.
+    pub fn new(ids: &'a [usize], all: &'a [Parameter]) -> Self {
+        Params {
+            ids,
+            all,
+            derived: None,
+        }
+    }
+
+    /// Parameter `j` as the layer computes with it (its derived value where
+    /// it has one).
     pub fn get(&self, j: usize) -> Result<&'a Tensor> {
+        if let Some(d) = self.derived {
+            if let Some(&Some(s)) = d.slot.get(j) {
+                return d
+                    .values
+                    .get(s)
+                    .ok_or_else(|| internal("derived parameter missing"));
+            }
+        }
         self.ids
             .get(j)
             .and_then(|&p| self.all.get(p))
@@ -309,8 +343,9 @@ pub(crate) trait Layer: Send + Sync + fmt::Debug {
     fn state(&self) -> Vec<(String, usize)> {
         Vec::new()
     }
-    /// Scratch buffers sized by the call's time length and batch size, after
-    /// those of [`Layer::scratch`]; only layers that see the time axis have any.
+    /// Scratch buffers whose shapes the layer gives itself, from the call's
+    /// time length and batch size (layers that see the time axis) or fixed
+    /// (derived weights, `weight_param`), after those of [`Layer::scratch`].
     fn frame_scratch(
         &self,
         be: &dyn Backend,

@@ -13,7 +13,7 @@ fn be() -> BackendRef {
 }
 
 /// Deterministic values in `[-1, 1)` (xorshift).
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n)
         .map(|_| {
@@ -26,12 +26,12 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// What a network is fed.
-struct Feed {
-    x: Tensor,
-    lengths: Tensor,
+pub(super) struct Feed {
+    pub(super) x: Tensor,
+    pub(super) lengths: Tensor,
 }
 
-fn feed_floats(batch: usize, time: usize, features: usize, lengths: Vec<i32>) -> Feed {
+pub(super) fn feed_floats(batch: usize, time: usize, features: usize, lengths: Vec<i32>) -> Feed {
     let n = batch * time * features;
     Feed {
         x: Tensor::from_vec([batch, time, features], values(n, 7)).unwrap(),
@@ -48,7 +48,7 @@ fn weighted(out: &Tensor, r: &[f32]) -> f64 {
         .sum()
 }
 
-fn run(net: &Network, feed: &Feed, r: &[f32], train: bool) -> f64 {
+pub(super) fn run(net: &Network, feed: &Feed, r: &[f32], train: bool) -> f64 {
     let be = be();
     let mut ctx = net.new_context(&*be, feed.x.dims()[0]).unwrap();
     // In training, every forward draws the same dropout masks.
@@ -66,7 +66,7 @@ fn check(json: &str, feed: Feed, input_grad: bool) {
 
 /// [`check`], in training mode when `train` (dropout active, the same masks
 /// at every evaluation).
-fn check_mode(json: &str, feed: Feed, input_grad: bool, train: bool) {
+pub(super) fn check_mode(json: &str, feed: Feed, input_grad: bool, train: bool) {
     let be = be();
     let def = NetworkDef::from_json(json).unwrap();
     let mut net = Network::build(def, &*be, 3).unwrap();

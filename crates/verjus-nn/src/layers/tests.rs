@@ -92,10 +92,7 @@ fn run_layer(
         })
         .collect();
     let pids: Vec<usize> = (0..all.len()).collect();
-    let params = Params {
-        ids: &pids,
-        all: &all,
-    };
+    let params = Params::new(&pids, &all);
     let mut scratch: Vec<Tensor> = built
         .layer
         .scratch(&vec![true; xs.len()])
