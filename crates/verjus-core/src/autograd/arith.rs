@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::{need, BackwardFn};
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, BinaryOp, BinaryPlan};
@@ -55,12 +56,14 @@ impl Var {
             ops::binary(&**be, op, &a, &b, &mut c)?;
             return Ok(Var::from_parts(Arc::new(c), be.clone(), false, None));
         }
-        Var::record(op.name(), be, &[self, other], move |be, xs| {
-            let (a, b) = (xs[0].clone(), xs[1].clone());
+        let saves = Saves::inputs(Reads::All);
+        Var::record(op.name(), be, &[self, other], saves, move |be, xs| {
+            let (a, b) = (&xs[0], &xs[1]);
             let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
             let mut c = alloc::zeros(be, &plan.out)?;
-            ops::binary(be, op, &a, &b, &mut c)?;
-            let backward: BackwardFn = Box::new(move |be, dy, needs| {
+            ops::binary(be, op, a, b, &mut c)?;
+            let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
+                let (a, b) = (inputs.get(0)?, inputs.get(1)?);
                 let mut da = need(needs, 0)
                     .then(|| alloc::zeros(be, a.shape()))
                     .transpose()?;

@@ -5,36 +5,47 @@
 //!
 //! Every op records itself through [`Var::record`](super::record) with a
 //! *forward*: a closure from the op's input values to its outputs and the
-//! backward closure that goes with them (which owns whatever the op saves).
-//! Outside a scope the forward runs once and its backward is the node's, as
-//! it always was. Inside a [`checkpoint_scope`] the op runs the forward too,
-//! but then drops that backward (and everything it saved) and keeps a
-//! [`Replay`] instead: the forward and the op's *sources*, one per input,
-//! either the input's value ([`Source::Kept`], for a value made outside the
-//! scope: a parameter, an activation the scope reads) or a reference to the
-//! replay that made it ([`Source::Replayed`], for a value made inside). The
-//! outputs carry their replay, so an op *after* the scope that reads one (the
-//! matmul reading a noisy weight) does the same: it keeps a reference, not the
-//! value. When the user drops the handles, a value made in a scope is freed;
-//! only the replays (closures, a few numbers, the kept outside values) stay.
+//! backward closure that goes with them. A backward closure owns only what
+//! the op made itself and needs again (an LSTM's reserve, a softmax's
+//! output); the op's *input* values are handed to it when it runs
+//! ([`Inputs`](super::resolve::Inputs)), and the op declares which of them it
+//! reads ([`Saves`](super::record::Saves)). The node keeps, per input read, a
+//! [`Source`]: the value ([`Source::Kept`]) or the [`Replay`] that made it
+//! ([`Source::Replayed`]).
 //!
-//! The backward of such a node re-runs the forward on its sources' values,
-//! each replayed value computed again by re-running its own replay (a replay
-//! keeps weak references to its last outputs, so values that are still alive
-//! in the same pass are reused rather than recomputed), and calls the fresh
-//! backward. Random ops take their Philox `(seed, offset)` as arguments of
-//! the forward, so a replay draws exactly the numbers of the first run, and
-//! every op is deterministic on the same inputs: the gradients are bitwise
-//! those of the run without the scope. Scopes nest (an inner one changes
-//! nothing); the flag is per thread, like grad mode.
+//! Outside a scope an op runs its forward once and its node keeps the
+//! backward, as always. Inside a [`checkpoint_scope`] the op runs the forward
+//! too, and its outputs carry a [`Replay`]: the forward and the op's sources
+//! (one per input: the value for one made outside any scope, a parameter or
+//! an activation the scope reads; the replay for one made inside). When the
+//! user drops the handles, a value made in a scope is freed; only the replays
+//! (closures, a few numbers, the kept outside values) stay. The op's node
+//! keeps its backward when the op saves no tensor of its own (`add`,
+//! `matmul`, `dropout`: the closure then holds a few numbers, and it reads
+//! its inputs from their sources); otherwise it drops the backward and what
+//! it saved, and in backward re-runs the forward on its sources' values and
+//! calls the fresh backward.
 //!
-//! The cost: ops in a scope, and ops after it that read a value made in it,
-//! run their forward again in backward. Replays resolve recursively, so a
-//! scope is meant for a few ops (a parametrized weight, a block of a layer),
-//! not an unrolled loop of thousands. A recomputation cannot miss a value by
-//! construction (sources keep outside values; inside values are replayed);
-//! if a forward fails when re-run (memory, a device error), the error names
-//! the op and the scope.
+//! An op *after* the scope that reads a value made in it (the matmul reading
+//! a noisy weight, an LSTM reading a dropped-out recurrent weight) is an
+//! ordinary op: it keeps its backward and its own saved tensors, and only the
+//! replayed input is recomputed, when its backward asks for it. So the cost
+//! of a scope is the scope's own ops run once more in backward, never the ops
+//! around it. Within a backward pass a recomputed value is held until the
+//! last node reading it has run, then freed (see `resolve.rs`), so it is
+//! recomputed once per pass.
+//!
+//! Random ops take their Philox `(seed, offset)` as arguments of the forward,
+//! so a replay draws exactly the numbers of the first run, and every op is
+//! deterministic on the same inputs: the gradients are bitwise those of the
+//! run without the scope. Scopes nest (an inner one changes nothing); the
+//! flag is per thread, like grad mode.
+//!
+//! Replays resolve recursively, so a scope is meant for a few ops (a
+//! parametrized weight, a block of a layer), not an unrolled loop of
+//! thousands. A recomputation cannot miss a value by construction (sources
+//! keep outside values; inside values are replayed); if a forward fails when
+//! re-run (memory, a device error), the error names the op and the scope.
 
 use super::node::MultiBackwardFn;
 use crate::{Backend, BackendRef, Error, Result, Tensor};
@@ -82,15 +93,15 @@ pub fn in_checkpoint_scope() -> bool {
     DEPTH.with(Cell::get) > 0
 }
 
-/// Where an input of a replayed op comes from.
+/// Where an input value of an op comes from in backward.
 pub(crate) enum Source {
-    /// A value made outside any scope, kept.
+    /// The value, kept (made outside any scope).
     Kept(Arc<Tensor>),
     /// Output `.1` of an op recorded in a scope, recomputed when needed.
     Replayed(Arc<Replay>, usize),
 }
 
-/// An op recorded without its saved tensors: enough to run it again.
+/// An op recorded in a scope, without its saved tensors: enough to run it again.
 pub(crate) struct Replay {
     name: &'static str,
     backend: BackendRef,
@@ -108,62 +119,48 @@ impl Replay {
         sources: Vec<Source>,
         outputs: &[Arc<Tensor>],
     ) -> Replay {
-        Replay {
+        let replay = Replay {
             name,
             backend,
             forward,
             sources,
-            last: Mutex::new(outputs.iter().map(Arc::downgrade).collect()),
-        }
+            last: Mutex::new(Vec::new()),
+        };
+        replay.remember(outputs);
+        replay
     }
 
-    /// The values of the sources, replaying those made in a scope.
-    fn inputs(&self) -> Result<Vec<Arc<Tensor>>> {
-        self.sources
-            .iter()
-            .map(|s| match s {
-                Source::Kept(v) => Ok(v.clone()),
-                Source::Replayed(r, i) => r.output(*i),
-            })
-            .collect()
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
     }
 
-    /// Runs the forward again on the sources' values.
-    fn rerun(&self) -> Result<(Vec<Arc<Tensor>>, MultiBackwardFn)> {
-        let inputs = self.inputs()?;
-        (self.forward)(&*self.backend, &inputs).map_err(|e| {
+    /// Where each input of the op comes from.
+    pub(crate) fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// Output `i` of the last run, if someone still holds it.
+    pub(crate) fn alive(&self, i: usize) -> Option<Arc<Tensor>> {
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        last.get(i).and_then(Weak::upgrade)
+    }
+
+    /// Notes `outputs` as the last run's.
+    pub(crate) fn remember(&self, outputs: &[Arc<Tensor>]) {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        *last = outputs.iter().map(Arc::downgrade).collect();
+    }
+
+    /// Runs the forward again on the sources' values `inputs`.
+    pub(crate) fn run(
+        &self,
+        inputs: &[Arc<Tensor>],
+    ) -> Result<(Vec<Arc<Tensor>>, MultiBackwardFn)> {
+        (self.forward)(&*self.backend, inputs).map_err(|e| {
             Error::Autograd(format!(
                 "recomputing {} (recorded in a gradient checkpoint scope) in backward: {e}",
                 self.name
             ))
         })
-    }
-
-    /// Output `i`: the last run's if still alive, else recomputed.
-    fn output(&self, i: usize) -> Result<Arc<Tensor>> {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(v) = last.get(i).and_then(Weak::upgrade) {
-            return Ok(v);
-        }
-        let (outputs, _) = self.rerun()?;
-        *last = outputs.iter().map(Arc::downgrade).collect();
-        outputs.get(i).cloned().ok_or_else(|| {
-            Error::Autograd(format!(
-                "{}: output {i} asked of an op with {} outputs",
-                self.name,
-                outputs.len()
-            ))
-        })
-    }
-
-    /// The backward of the op: the forward re-run, its fresh backward called.
-    pub(crate) fn backward(
-        &self,
-        be: &dyn Backend,
-        dys: Vec<Option<Tensor>>,
-        needs: &[bool],
-    ) -> Result<Vec<Option<Tensor>>> {
-        let (_outputs, backward) = self.rerun()?;
-        backward(be, dys, needs)
     }
 }

@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::{need, BackwardFn};
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad::{self, Conv2dGrads};
 use crate::ops::{self, Conv2dParams, Conv2dPlan};
@@ -15,14 +16,16 @@ impl Var {
         let has_bias = bias.is_some();
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
-        Var::record("conv2d", self.backend(), &inputs, move |be, xs| {
-            let (x, w) = (xs[0].clone(), xs[1].clone());
-            let b = has_bias.then(|| xs[2].clone());
+        let saves = Saves::inputs(Reads::Only(&[0, 1]));
+        Var::record("conv2d", self.backend(), &inputs, saves, move |be, xs| {
+            let (x, w) = (&xs[0], &xs[1]);
+            let b = has_bias.then(|| &xs[2]);
             let plan = Conv2dPlan::new(x.shape(), w.shape(), params)?;
             let mut y = alloc::zeros(be, &plan.output_shape()?)?;
-            ops::conv2d(be, &x, &w, b.as_deref(), params, &mut y)?;
+            ops::conv2d(be, x, w, b.map(|b| &**b), params, &mut y)?;
             let bias_shape = b.map(|b| b.shape().clone());
-            let backward: BackwardFn = Box::new(move |be, dy, needs| {
+            let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
+                let (x, w) = (inputs.get(0)?, inputs.get(1)?);
                 let fresh = |i: usize, shape: Option<&Shape>| {
                     shape
                         .filter(|_| need(needs, i))

@@ -5,6 +5,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::Saves;
 use super::var::Var;
 use crate::Result;
 use crate::{grad, ops};
@@ -15,10 +16,11 @@ impl Var {
     /// `1 / (1 - p)`; the mask is the Philox draw at `(seed, offset)`. A caller
     /// that applies dropout again advances `offset` by `rng::blocks_for(numel)`.
     pub fn dropout(&self, p: f32, seed: u64, offset: u64) -> Result<Var> {
-        Var::record("dropout", self.backend(), &[self], move |be, xs| {
+        let saves = Saves::NOTHING;
+        Var::record("dropout", self.backend(), &[self], saves, move |be, xs| {
             let mut y = alloc::zeros(be, xs[0].shape())?;
             ops::dropout(be, &xs[0], p, seed, offset, &mut y)?;
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let mut dx = alloc::zeros(be, dy.shape())?;
                 grad::dropout(be, &dy, p, seed, offset, &mut dx)?;
                 Ok(vec![Some(dx)])

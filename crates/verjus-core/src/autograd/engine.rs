@@ -3,14 +3,18 @@
 //! The nodes reachable from the outputs are put in topological order (every
 //! consumer of a value before its producer, Kahn's algorithm on consumer
 //! counts), so a node runs once, after all gradients for its outputs have
-//! arrived and been summed (one slot per output of a multi-output node). Leaf gradients are collected and only written to
-//! the slots when the whole pass has succeeded, so a failed pass leaves them
-//! as they were.
+//! arrived and been summed (one slot per output of a multi-output node). Leaf
+//! gradients are collected and only written to the slots when the whole pass
+//! has succeeded, so a failed pass leaves them as they were. A node's backward
+//! gets the input values it reads from a [`Resolver`] that lives for the pass
+//! (recomputing values made in a gradient checkpoint scope; see `resolve.rs`).
 
 use super::alloc;
-use super::node::{EdgeTarget, Node};
+use super::node::{Backward, EdgeTarget, Node};
+use super::resolve::{Inputs, Resolver};
 use super::var::{on_device, Var};
 use crate::{Backend, Error, Result, Tensor};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -208,12 +212,20 @@ fn run(roots: Vec<(Var, Tensor)>, targets: Option<&HashSet<Key>>) -> Result<Outc
             wanted.runs.insert(addr(node));
         }
     }
+    let mut resolver = Resolver::default();
+    for node in order.iter().filter(|n| wanted.runs.contains(&addr(n))) {
+        resolver.expect(node);
+    }
+    let resolver = RefCell::new(resolver);
     for node in &order {
         let id = addr(node);
+        let runs = wanted.runs.contains(&id);
         let Some(mut dys) = pending.remove(&id) else {
+            if runs {
+                resolver.borrow_mut().done(node);
+            }
             continue;
         };
-        let runs = wanted.runs.contains(&id);
         for (output, dy) in dys.iter_mut().enumerate() {
             if !wanted.is_target(node, output) {
                 continue;
@@ -227,23 +239,49 @@ fn run(roots: Vec<(Var, Tensor)>, targets: Option<&HashSet<Key>>) -> Result<Outc
             }
         }
         if runs {
-            backpropagate(node, dys, &wanted, &mut pending, &mut outcome.leaves)?;
+            let needs = wanted.needs(node);
+            let grads = call_backward(node, dys, &needs, &resolver);
+            resolver.borrow_mut().done(node);
+            route(node, grads?, needs, &mut pending, &mut outcome.leaves)?;
         }
     }
     Ok(outcome)
 }
 
-/// Runs `node`'s backward on its outputs' gradients `dys` and routes the
-/// inputs' gradients.
-fn backpropagate(
+/// Runs `node`'s backward on its outputs' gradients `dys` (re-running its
+/// forward first when it was recorded in a checkpoint scope and dropped its
+/// backward).
+fn call_backward(
     node: &Node,
     dys: Vec<Option<Tensor>>,
-    wanted: &Wanted<'_>,
+    needs: &[bool],
+    resolver: &RefCell<Resolver>,
+) -> Result<Vec<Option<Tensor>>> {
+    let inputs = Inputs::new(node, resolver);
+    let be = &*node.backend;
+    match &node.backward {
+        Backward::Kept(backward) => backward(be, dys, &inputs, needs),
+        Backward::Replay(replay) => {
+            let values = replay
+                .sources()
+                .iter()
+                .map(|s| resolver.borrow_mut().value(s))
+                .collect::<Result<Vec<_>>>()?;
+            let (_outputs, backward) = replay.run(&values)?;
+            backward(be, dys, &inputs, needs)
+        }
+    }
+}
+
+/// Routes the inputs' gradients `grads` of `node` (those `needs` asked for)
+/// to their producers.
+fn route(
+    node: &Node,
+    grads: Vec<Option<Tensor>>,
+    needs: Vec<bool>,
     pending: &mut Pending,
     leaves: &mut HashMap<usize, (Var, Tensor)>,
 ) -> Result<()> {
-    let needs = wanted.needs(node);
-    let grads = (node.backward)(&*node.backend, dys, &needs)?;
     if grads.len() != node.edges.len() {
         return Err(Error::Autograd(format!(
             "{}: backward gave {} gradients for {} inputs",

@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::{grad, ops};
 use crate::{Result, Shape};
@@ -16,15 +17,17 @@ impl Var {
             "index_select",
             self.backend(),
             &[self, indices],
+            Saves::inputs(Reads::Only(&[1])),
             move |be, xs| {
-                let (x, idx) = (&xs[0], xs[1].clone());
+                let (x, idx) = (&xs[0], &xs[1]);
                 x.shape().dim("index_select", axis)?;
                 let mut dims = x.dims().to_vec();
                 dims[axis] = idx.numel();
                 let mut y = alloc::zeros(be, &Shape::new(dims)?)?;
-                ops::index_select(be, x, axis, &idx, &mut y)?;
+                ops::index_select(be, x, axis, idx, &mut y)?;
                 let x_shape = x.shape().clone();
-                let backward: BackwardFn = Box::new(move |be, dy, _| {
+                let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
+                    let idx = inputs.get(1)?;
                     let mut dx = alloc::zeros(be, &x_shape)?;
                     grad::index_select(be, &dy, axis, &idx, &mut dx)?;
                     Ok(vec![Some(dx), None])

@@ -8,6 +8,7 @@
 use super::alloc;
 use super::checkpoint::in_checkpoint_scope;
 use super::node::{recording, BackwardFn};
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::{grad, ops};
 use crate::{Backend, Result, Shape, Tensor};
@@ -24,11 +25,12 @@ impl Var {
             return Ok(Var::from_parts(Arc::new(losses), be.clone(), false, None));
         }
         let name = "softmax_cross_entropy";
-        Var::record(name, be, &[self, labels], move |be, xs| {
+        let saves = Saves::own(Reads::Nothing);
+        Var::record(name, be, &[self, labels], saves, move |be, xs| {
             let mut dlogits = alloc::zeros(be, xs[0].shape())?;
             let losses = forward(be, &xs[0], &xs[1], smoothing, Some(&mut dlogits))?;
             let n = losses.numel();
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let dy = dy.reshape([n, 1])?;
                 let mut dx = alloc::zeros(be, dlogits.shape())?;
                 grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;

@@ -10,13 +10,17 @@
 //! memory. Splitting one packed output into three would instead copy `y`
 //! forward and add zero-padded gradients backward.
 //!
-//! The node keeps the operands' values, `y` (a step's new `h`) and the
-//! forward's reserve, and its backward is [`crate::grad::lstm_sequence`] (or
-//! [`crate::grad::lstm_cell`]) into fresh tensors.
+//! The backward keeps `y` (a step's new `h`) and the forward's reserve, and
+//! reads the operands' values from the node when it runs (so a weight made in
+//! a gradient checkpoint scope is recomputed, not the sequence); it is
+//! [`crate::grad::lstm_sequence`] (or [`crate::grad::lstm_cell`]) into fresh
+//! tensors.
 
 use super::alloc;
 use super::checkpoint::ForwardFn;
 use super::node::{need, MultiBackwardFn};
+use super::record::{Reads, Saves};
+use super::resolve::Inputs;
 use super::var::Var;
 use crate::ops::{self, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs};
 use crate::{grad, Backend, Error, Result, Shape, Tensor};
@@ -56,8 +60,8 @@ impl<'a> LstmVars<'a> {
     }
 }
 
-/// The operands' values, kept by the node.
-struct Saved {
+/// The operands' values.
+struct Operands {
     x: Arc<Tensor>,
     lengths: Option<Arc<Tensor>>,
     h0: Option<Arc<Tensor>>,
@@ -68,7 +72,7 @@ struct Saved {
     b_hh: Option<Arc<Tensor>>,
 }
 
-impl Saved {
+impl Operands {
     /// The operands from the values of the present slots (in
     /// [`LstmVars::slots`]' order, `present` saying which are there) and the
     /// lengths.
@@ -76,7 +80,7 @@ impl Saved {
         values: &[Arc<Tensor>],
         present: [bool; 7],
         lengths: Option<Arc<Tensor>>,
-    ) -> Result<Saved> {
+    ) -> Result<Operands> {
         let mut values = values.iter().cloned();
         let mut slots: [Option<Arc<Tensor>>; 7] = Default::default();
         for (slot, here) in slots.iter_mut().zip(present) {
@@ -86,7 +90,7 @@ impl Saved {
         }
         let [x, h0, c0, w_ih, w_hh, b_ih, b_hh] = slots;
         let missing = || Error::Autograd("lstm: an operand value is missing".into());
-        Ok(Saved {
+        Ok(Operands {
             x: x.ok_or_else(missing)?,
             lengths,
             h0,
@@ -164,6 +168,19 @@ impl Saved {
     }
 }
 
+/// The operands from the node's inputs in backward (`count` present slots).
+fn operands_in_backward(
+    inputs: &Inputs<'_>,
+    count: usize,
+    present: [bool; 7],
+    lengths: Option<Arc<Tensor>>,
+) -> Result<Operands> {
+    let values = (0..count)
+        .map(|i| inputs.get(i))
+        .collect::<Result<Vec<_>>>()?;
+    Operands::from_slots(&values, present, lengths)
+}
+
 /// The node's inputs: the present differentiable operands.
 fn inputs<'a>(v: &LstmVars<'a>) -> Vec<&'a Var> {
     v.slots().into_iter().flatten().collect()
@@ -184,8 +201,8 @@ impl Var {
         let op = "lstm_sequence";
         let (present, lengths) = (present(v), v.lengths.map(Var::value));
         let forward: ForwardFn = Arc::new(move |be, xs| {
-            let saved = Saved::from_slots(xs, present, lengths.clone())?;
-            let args = saved.args();
+            let operands = Operands::from_slots(xs, present, lengths.clone())?;
+            let args = operands.args();
             let plan = ops::lstm_plan(op, be, &args, false)?;
             let mut y = alloc::zeros(be, &plan.output_shape())?;
             let mut h_n = alloc::zeros(be, &plan.state_shape())?;
@@ -200,19 +217,22 @@ impl Var {
             ops::lstm_sequence(be, &args, out)?;
             let y = Arc::new(y);
             let saved_y = y.clone();
-            let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+            let (count, lengths) = (xs.len(), lengths.clone());
+            let backward: MultiBackwardFn = Box::new(move |be, dys, inputs, needs| {
+                let operands = operands_in_backward(inputs, count, present, lengths.clone())?;
                 let dout = LstmOutputGrads {
                     dy: dys.first().and_then(Option::as_ref),
                     dh_n: dys.get(1).and_then(Option::as_ref),
                     dc_n: dys.get(2).and_then(Option::as_ref),
                 };
-                saved.backward(be, needs, |args, grads| {
+                operands.backward(be, needs, |args, grads| {
                     grad::lstm_sequence(be, args, &saved_y, &reserve, &dout, grads)
                 })
             });
             Ok((vec![y, Arc::new(h_n), Arc::new(c_n)], backward))
         });
-        let [y, h_n, c_n] = Var::record_many(op, v.x.backend(), &inputs(v), forward)?;
+        let saves = Saves::own(Reads::All);
+        let [y, h_n, c_n] = Var::record_many(op, v.x.backend(), &inputs(v), saves, forward)?;
         Ok((y, h_n, c_n))
     }
 
@@ -222,8 +242,8 @@ impl Var {
         let op = "lstm_cell";
         let (present, lengths) = (present(v), v.lengths.map(Var::value));
         let forward: ForwardFn = Arc::new(move |be, xs| {
-            let saved = Saved::from_slots(xs, present, lengths.clone())?;
-            let args = saved.args();
+            let operands = Operands::from_slots(xs, present, lengths.clone())?;
+            let args = operands.args();
             let plan = ops::lstm_plan(op, be, &args, true)?;
             let mut h = alloc::zeros(be, &plan.state_shape())?;
             let mut c = alloc::zeros(be, &plan.state_shape())?;
@@ -237,19 +257,22 @@ impl Var {
             ops::lstm_cell(be, &args, out)?;
             let h = Arc::new(h);
             let saved_h = h.clone();
-            let backward: MultiBackwardFn = Box::new(move |be, dys, needs| {
+            let (count, lengths) = (xs.len(), lengths.clone());
+            let backward: MultiBackwardFn = Box::new(move |be, dys, inputs, needs| {
+                let operands = operands_in_backward(inputs, count, present, lengths.clone())?;
                 let dout = LstmOutputGrads {
                     dy: dys.first().and_then(Option::as_ref),
                     dh_n: None,
                     dc_n: dys.get(1).and_then(Option::as_ref),
                 };
-                saved.backward(be, needs, |args, grads| {
+                operands.backward(be, needs, |args, grads| {
                     grad::lstm_cell(be, args, &saved_h, &reserve, &dout, grads)
                 })
             });
             Ok((vec![h, Arc::new(c)], backward))
         });
-        let [h, c] = Var::record_many(op, v.x.backend(), &inputs(v), forward)?;
+        let saves = Saves::own(Reads::All);
+        let [h, c] = Var::record_many(op, v.x.backend(), &inputs(v), saves, forward)?;
         Ok((h, c))
     }
 }

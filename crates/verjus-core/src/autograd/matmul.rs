@@ -3,10 +3,11 @@
 
 use super::alloc;
 use super::node::{need, BackwardFn};
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad::{self, Operand};
 use crate::ops::{self, GemmPlan, GemmSpec};
-use crate::{Backend, Result, Tensor};
+use crate::{Backend, Result, Shape, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -19,39 +20,65 @@ impl Var {
     /// `op(self) @ op(other)`, where `op` transposes the last two axes when
     /// the flag is set (without moving memory).
     pub fn matmul_t(&self, other: &Var, trans_a: bool, trans_b: bool) -> Result<Var> {
-        Var::record("matmul", self.backend(), &[self, other], move |be, xs| {
-            let (a, b) = (xs[0].clone(), xs[1].clone());
-            let spec = GemmSpec::new(trans_a, trans_b);
-            let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
-            let mut c = alloc::zeros(be, &plan.output_shape(a.shape(), b.shape())?)?;
-            ops::gemm(be, &a, &b, &mut c, spec)?;
-            let backward: BackwardFn = Box::new(move |be, g, needs| {
-                let da = need(needs, 0)
-                    .then(|| operand_grad(be, Operand::A, &a, &b, &g, spec))
-                    .transpose()?;
-                let db = need(needs, 1)
-                    .then(|| operand_grad(be, Operand::B, &b, &a, &g, spec))
-                    .transpose()?;
-                Ok(vec![da, db])
-            });
-            Ok((Arc::new(c), backward))
-        })
+        let saves = Saves::inputs(Reads::All);
+        Var::record(
+            "matmul",
+            self.backend(),
+            &[self, other],
+            saves,
+            move |be, xs| {
+                let (a, b) = (&xs[0], &xs[1]);
+                let spec = GemmSpec::new(trans_a, trans_b);
+                let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
+                let mut c = alloc::zeros(be, &plan.output_shape(a.shape(), b.shape())?)?;
+                ops::gemm(be, a, b, &mut c, spec)?;
+                // Each operand's gradient reads only the other operand's value, so
+                // one made in a checkpoint scope is recomputed only when needed.
+                let backward: BackwardFn = Box::new(move |be, g, inputs, needs| {
+                    let mut grads = vec![None, None];
+                    if need(needs, 0) {
+                        let b = inputs.get(1)?;
+                        grads[0] = Some(operand_grad(
+                            be,
+                            Operand::A,
+                            inputs.shape(0)?,
+                            &b,
+                            &g,
+                            spec,
+                        )?);
+                    }
+                    if need(needs, 1) {
+                        let a = inputs.get(0)?;
+                        grads[1] = Some(operand_grad(
+                            be,
+                            Operand::B,
+                            inputs.shape(1)?,
+                            &a,
+                            &g,
+                            spec,
+                        )?);
+                    }
+                    Ok(grads)
+                });
+                Ok((Arc::new(c), backward))
+            },
+        )
     }
 }
 
-/// The gradient of `operand` (whose value is `this`) in a fresh tensor, with
-/// fresh scratch where the rule needs it.
+/// The gradient of `operand` (of shape `this`) in a fresh tensor, with fresh
+/// scratch where the rule needs it.
 fn operand_grad(
     be: &dyn Backend,
     operand: Operand,
-    this: &Tensor,
+    this: &Shape,
     other: &Tensor,
     g: &Tensor,
     spec: GemmSpec,
 ) -> Result<Tensor> {
-    let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this.shape())?;
+    let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this)?;
     let mut scratch = alloc::all_zeros(be, &shapes)?;
-    let mut out = alloc::zeros(be, this.shape())?;
+    let mut out = alloc::zeros(be, this)?;
     grad::matmul(be, operand, other, g, spec, &mut out, &mut scratch)?;
     Ok(out)
 }

@@ -7,7 +7,8 @@
 //! grad mode is on and an input requires a gradient, links a *node* to its
 //! output (one node to all outputs of an op with several, such as the LSTM's
 //! `y`, `h_n`, `c_n`): the op's backward closure, the tensors that closure
-//! needs, and one edge per input pointing at the node output that made that
+//! needs (the input values it reads are handed to it when it runs), and one
+//! edge per input pointing at the node output that made that
 //! input (or at the leaf itself). The graph is therefore owned by the values: dropping the last
 //! handle to a loss frees its whole graph and the saved activations with it, a
 //! model that branches or loops differently on every step needs no bookkeeping,
@@ -31,7 +32,8 @@
 //!
 //! - `var.rs`: the [`Var`] handle, its value and gradient slot;
 //! - `node.rs`: graph nodes;
-//! - `record.rs`: how an op records itself (directly, or as a replay);
+//! - `record.rs`: how an op records itself, and what its backward reads;
+//! - `resolve.rs`: the input values handed to a backward when it runs;
 //! - `checkpoint.rs`: gradient checkpoint scopes (values recomputed in
 //!   backward instead of kept; the design is described there);
 //! - `engine.rs`: the backward pass ([`Var::backward`], [`grad`]);
@@ -59,6 +61,7 @@ mod pool;
 mod random;
 mod record;
 mod reduce;
+mod resolve;
 mod select;
 mod shape_ops;
 mod softmax;

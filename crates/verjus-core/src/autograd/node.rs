@@ -7,26 +7,43 @@
 //! calls the backward once with all of them (`None` for an output no gradient
 //! reached). Ops whose outputs have independent backwards (split) make one
 //! node per output instead. A node holds the op's backward closure, which owns
-//! whatever the op saved, and one edge per input: to the output of the node
-//! that made the input, to the input itself when it is a leaf, or nothing when
-//! the input needs no gradient.
+//! whatever tensors the op made and saved, the [`Source`]s of the input values
+//! the backward reads (handed to it as [`Inputs`] when it runs; see
+//! `checkpoint.rs` for why they are not captured), and one edge per input: to
+//! the output of the node that made the input, to the input itself when it is
+//! a leaf, or nothing when the input needs no gradient.
 
+use super::checkpoint::{Replay, Source};
 use super::grad_mode::is_grad_enabled;
+use super::resolve::Inputs;
 use super::var::Var;
 use crate::{Backend, BackendRef, Result, Shape, Tensor};
 use std::sync::Arc;
 
-/// Computes the inputs' gradients from the output's gradient `dy`: one entry
-/// per input, `None` where `needs` is false (or the input gets no gradient).
-pub(crate) type BackwardFn =
-    Box<dyn Fn(&dyn Backend, Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
+/// Computes the inputs' gradients from the output's gradient `dy` and the
+/// input values it reads (`inputs`): one entry per input, `None` where `needs`
+/// is false (or the input gets no gradient).
+pub(crate) type BackwardFn = Box<
+    dyn Fn(&dyn Backend, Tensor, &Inputs<'_>, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync,
+>;
 
 /// [`BackwardFn`] of an op with several outputs: it gets one gradient per
 /// output, `None` for an output that no gradient reached (at least one is
 /// `Some`).
 pub(crate) type MultiBackwardFn = Box<
-    dyn Fn(&dyn Backend, Vec<Option<Tensor>>, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync,
+    dyn Fn(&dyn Backend, Vec<Option<Tensor>>, &Inputs<'_>, &[bool]) -> Result<Vec<Option<Tensor>>>
+        + Send
+        + Sync,
 >;
+
+/// How a node computes its inputs' gradients.
+pub(crate) enum Backward {
+    /// The op's backward, kept.
+    Kept(MultiBackwardFn),
+    /// The op ran in a gradient checkpoint scope and its backward (with what
+    /// it saved) was dropped: re-run the forward, then call the fresh backward.
+    Replay(Arc<Replay>),
+}
 
 /// The op that made one or several [`Var`]s.
 pub(crate) struct Node {
@@ -35,7 +52,10 @@ pub(crate) struct Node {
     pub(crate) edges: Vec<Option<Edge>>,
     /// How many outputs the op has (each output `Var` knows its index).
     pub(crate) outputs: usize,
-    pub(crate) backward: MultiBackwardFn,
+    /// Where the input values the backward reads come from, by input (`None`
+    /// for one it does not read; empty when it reads none).
+    pub(crate) inputs: Vec<Option<Source>>,
+    pub(crate) backward: Backward,
 }
 
 /// Where the gradient of one input goes, and the shape it must have.
@@ -97,15 +117,17 @@ pub(crate) fn recording(inputs: &[&Var]) -> bool {
 }
 
 impl Var {
-    /// Wraps the outputs of an op with several outputs and one backward
-    /// ([`MultiBackwardFn`]): when [`recording`], they share one node and each
-    /// output `Var` is its index in it; otherwise they are constants.
+    /// Wraps the outputs of an op with several outputs and one backward:
+    /// when [`recording`], they share one node (whose input values come from
+    /// `sources()`) and each output `Var` is its index in it; otherwise they
+    /// are constants.
     pub(crate) fn from_op_many<const N: usize>(
         name: &'static str,
         values: [Arc<Tensor>; N],
         backend: &BackendRef,
         inputs: &[&Var],
-        backward: MultiBackwardFn,
+        backward: Backward,
+        sources: impl FnOnce() -> Vec<Option<Source>>,
     ) -> [Var; N] {
         if !recording(inputs) {
             return values.map(|v| Var::from_parts(v, backend.clone(), false, None));
@@ -127,6 +149,7 @@ impl Var {
             backend: backend.clone(),
             edges,
             outputs: N,
+            inputs: sources(),
             backward,
         });
         let mut output = 0;

@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, Pool2dParams, Pool2dPlan, PoolKind};
@@ -15,14 +16,16 @@ impl Var {
             PoolKind::Max => "max_pool2d",
             PoolKind::Avg => "avg_pool2d",
         };
-        Var::record(name, self.backend(), &[self], move |be, xs| {
-            let x = xs[0].clone();
+        let saves = Saves::own(Reads::All);
+        Var::record(name, self.backend(), &[self], saves, move |be, xs| {
+            let x = &xs[0];
             let plan = Pool2dPlan::new(kind, x.shape(), params)?;
             let mut y = alloc::zeros(be, &plan.output_shape()?)?;
-            ops::pool2d(be, kind, &x, params, &mut y)?;
+            ops::pool2d(be, kind, x, params, &mut y)?;
             let y = Arc::new(y);
             let saved_y = y.clone();
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
+                let x = inputs.get(0)?;
                 let mut dx = alloc::zeros(be, x.shape())?;
                 grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
                 Ok(vec![Some(dx)])

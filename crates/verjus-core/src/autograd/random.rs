@@ -7,6 +7,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::Saves;
 use super::var::Var;
 use crate::ops::{self, Distribution};
 use crate::{BackendRef, Result, Shape};
@@ -23,10 +24,10 @@ impl Var {
         backend: &BackendRef,
     ) -> Result<Var> {
         let shape = shape.clone();
-        Var::record("random", backend, &[], move |be, _| {
+        Var::record("random", backend, &[], Saves::NOTHING, move |be, _| {
             let mut t = alloc::zeros(be, &shape)?;
             ops::random(be, &mut t, dist, seed, offset)?;
-            let backward: BackwardFn = Box::new(|_, _, _| Ok(Vec::new()));
+            let backward: BackwardFn = Box::new(|_, _, _, _| Ok(Vec::new()));
             Ok((Arc::new(t), backward))
         })
     }

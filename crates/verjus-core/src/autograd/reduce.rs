@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, ReduceOp, ReducePlan};
@@ -46,8 +47,9 @@ impl Var {
     /// `op` over `axes`; `keepdims` keeps them as size 1.
     pub fn reduce(&self, op: ReduceOp, axes: &[usize], keepdims: bool) -> Result<Var> {
         let axes = axes.to_vec();
-        Var::record(op.name(), self.backend(), &[self], move |be, xs| {
-            let x = xs[0].clone();
+        let saves = Saves::own(Reads::All);
+        Var::record(op.name(), self.backend(), &[self], saves, move |be, xs| {
+            let x = &xs[0];
             let plan = ReducePlan::new(op, x.shape(), &axes)?;
             let shape = if keepdims {
                 plan.keepdims.clone()
@@ -55,11 +57,12 @@ impl Var {
                 plan.squeezed()
             };
             let mut y = alloc::zeros(be, &shape)?;
-            ops::reduce(be, op, &x, &axes, &mut y)?;
+            ops::reduce(be, op, x, &axes, &mut y)?;
             let y = Arc::new(y);
             let saved_y = y.clone();
             let axes = axes.clone();
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
+                let x = inputs.get(0)?;
                 let mut dx = alloc::zeros(be, x.shape())?;
                 grad::reduce(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
                 Ok(vec![Some(dx)])

@@ -2,8 +2,8 @@
 
 use super::alloc;
 use super::checkpoint::in_checkpoint_scope;
-use super::node::{need, BackwardFn};
-use super::record::one_output;
+use super::node::{need, Backward, BackwardFn};
+use super::record::{one_output, Saves};
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, ConcatPlan, PermutePlan};
@@ -16,35 +16,47 @@ impl Var {
     /// value is shared; the backward reshapes the gradient in place.
     pub fn reshape(&self, dims: impl Into<Vec<usize>>) -> Result<Var> {
         let dims = dims.into();
-        Var::record("reshape", self.backend(), &[self], move |be, xs| {
-            let x = &xs[0];
-            let shape = x.shape().reshape("reshape", dims.clone())?;
-            let y = alloc::copy_as(be, x, &shape)?;
-            let x_dims = x.dims().to_vec();
-            // The gradient is `grad::reshape`'s copy back; owning `dy`, the
-            // backward relabels it instead.
-            let backward: BackwardFn =
-                Box::new(move |_, dy, _| Ok(vec![Some(dy.reshape(x_dims.clone())?)]));
-            Ok((Arc::new(y), backward))
-        })
+        Var::record(
+            "reshape",
+            self.backend(),
+            &[self],
+            Saves::NOTHING,
+            move |be, xs| {
+                let x = &xs[0];
+                let shape = x.shape().reshape("reshape", dims.clone())?;
+                let y = alloc::copy_as(be, x, &shape)?;
+                let x_dims = x.dims().to_vec();
+                // The gradient is `grad::reshape`'s copy back; owning `dy`, the
+                // backward relabels it instead.
+                let backward: BackwardFn =
+                    Box::new(move |_, dy, _, _| Ok(vec![Some(dy.reshape(x_dims.clone())?)]));
+                Ok((Arc::new(y), backward))
+            },
+        )
     }
 
     /// Reorders the axes: output axis `i` is input axis `perm[i]`.
     pub fn permute(&self, perm: &[usize]) -> Result<Var> {
         let perm = perm.to_vec();
-        Var::record("permute", self.backend(), &[self], move |be, xs| {
-            let x = &xs[0];
-            let plan = PermutePlan::new(x.shape(), &perm)?;
-            let mut y = ops::zeros(be, &plan.output, x.dtype())?;
-            ops::permute(be, x, &perm, &mut y)?;
-            let (perm, x_shape) = (perm.clone(), plan.input);
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
-                let mut dx = alloc::zeros(be, &x_shape)?;
-                grad::permute(be, &dy, &perm, &mut dx)?;
-                Ok(vec![Some(dx)])
-            });
-            Ok((Arc::new(y), backward))
-        })
+        Var::record(
+            "permute",
+            self.backend(),
+            &[self],
+            Saves::NOTHING,
+            move |be, xs| {
+                let x = &xs[0];
+                let plan = PermutePlan::new(x.shape(), &perm)?;
+                let mut y = ops::zeros(be, &plan.output, x.dtype())?;
+                ops::permute(be, x, &perm, &mut y)?;
+                let (perm, x_shape) = (perm.clone(), plan.input);
+                let backward: BackwardFn = Box::new(move |be, dy, _, _| {
+                    let mut dx = alloc::zeros(be, &x_shape)?;
+                    grad::permute(be, &dy, &perm, &mut dx)?;
+                    Ok(vec![Some(dx)])
+                });
+                Ok((Arc::new(y), backward))
+            },
+        )
     }
 
     /// Joins `parts` along `axis` (they agree on every other axis).
@@ -53,28 +65,34 @@ impl Var {
             .first()
             .ok_or_else(|| Error::invalid("concat", "needs at least one part"))?;
         let inputs: Vec<&Var> = parts.iter().collect();
-        Var::record("concat", first.backend(), &inputs, move |be, xs| {
-            let tensors: Vec<&Tensor> = xs.iter().map(|v| &**v).collect();
-            let shapes: Vec<&Shape> = tensors.iter().map(|t| t.shape()).collect();
-            let plan = ConcatPlan::new("concat", &shapes, axis)?;
-            let mut y = alloc::zeros(be, &plan.whole)?;
-            ops::concat(be, &tensors, axis, &mut y)?;
-            let part_shapes: Vec<Shape> = shapes.into_iter().cloned().collect();
-            let backward: BackwardFn = Box::new(move |be, dy, needs| {
-                let mut grads = part_shapes
-                    .iter()
-                    .map(|s| alloc::zeros(be, s))
-                    .collect::<Result<Vec<_>>>()?;
-                let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
-                grad::concat(be, &dy, axis, &mut outs)?;
-                Ok(grads
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, g)| need(needs, i).then_some(g))
-                    .collect())
-            });
-            Ok((Arc::new(y), backward))
-        })
+        Var::record(
+            "concat",
+            first.backend(),
+            &inputs,
+            Saves::NOTHING,
+            move |be, xs| {
+                let tensors: Vec<&Tensor> = xs.iter().map(|v| &**v).collect();
+                let shapes: Vec<&Shape> = tensors.iter().map(|t| t.shape()).collect();
+                let plan = ConcatPlan::new("concat", &shapes, axis)?;
+                let mut y = alloc::zeros(be, &plan.whole)?;
+                ops::concat(be, &tensors, axis, &mut y)?;
+                let part_shapes: Vec<Shape> = shapes.into_iter().cloned().collect();
+                let backward: BackwardFn = Box::new(move |be, dy, _, needs| {
+                    let mut grads = part_shapes
+                        .iter()
+                        .map(|s| alloc::zeros(be, s))
+                        .collect::<Result<Vec<_>>>()?;
+                    let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
+                    grad::concat(be, &dy, axis, &mut outs)?;
+                    Ok(grads
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, g)| need(needs, i).then_some(g))
+                        .collect())
+                });
+                Ok((Arc::new(y), backward))
+            },
+        )
     }
 
     /// Splits along `axis` into parts of the given sizes (adding up to the
@@ -83,18 +101,19 @@ impl Var {
     /// then add up like those of any value used several times.
     pub fn split(&self, axis: usize, sizes: &[usize]) -> Result<Vec<Var>> {
         let sizes: Arc<[usize]> = sizes.into();
-        if !in_checkpoint_scope() && self.replay().is_none() {
+        if !in_checkpoint_scope() {
             let parts = split_parts(&**self.backend(), &self.value(), axis, &sizes)?;
             return Ok(parts
                 .into_iter()
                 .map(|(part, backward)| {
-                    let backward = one_output("split", backward);
+                    let backward = Backward::Kept(one_output("split", backward));
                     let [part] = Var::from_op_many(
                         "split",
                         [Arc::new(part)],
                         self.backend(),
                         &[self],
                         backward,
+                        Vec::new,
                     );
                     part
                 })
@@ -105,10 +124,17 @@ impl Var {
         (0..sizes.len())
             .map(|i| {
                 let sizes = sizes.clone();
-                Var::record("split", self.backend(), &[self], move |be, xs| {
-                    let (part, backward) = split_parts(be, &xs[0], axis, &sizes)?.swap_remove(i);
-                    Ok((Arc::new(part), backward))
-                })
+                Var::record(
+                    "split",
+                    self.backend(),
+                    &[self],
+                    Saves::NOTHING,
+                    move |be, xs| {
+                        let (part, backward) =
+                            split_parts(be, &xs[0], axis, &sizes)?.swap_remove(i);
+                        Ok((Arc::new(part), backward))
+                    },
+                )
             })
             .collect()
     }
@@ -144,7 +170,7 @@ fn split_parts(
         .enumerate()
         .map(|(i, part)| {
             let (shapes, x_shape) = (shapes.clone(), x_shape.clone());
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let others = shapes
                     .iter()
                     .enumerate()

@@ -2,6 +2,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::Result;
 use crate::{grad, ops};
@@ -20,13 +21,14 @@ impl Var {
 
     fn softmax_impl(&self, axis: usize, log: bool) -> Result<Var> {
         let name = if log { "log_softmax" } else { "softmax" };
-        Var::record(name, self.backend(), &[self], move |be, xs| {
+        let saves = Saves::own(Reads::Nothing);
+        Var::record(name, self.backend(), &[self], saves, move |be, xs| {
             let mut y = alloc::zeros(be, xs[0].shape())?;
             ops::softmax(be, &xs[0], axis, log, &mut y)?;
             let y = Arc::new(y);
             // The gradient needs only the output.
             let saved_y = y.clone();
-            let backward: BackwardFn = Box::new(move |be, dy, _| {
+            let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let mut dx = alloc::zeros(be, dy.shape())?;
                 grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
                 Ok(vec![Some(dx)])

@@ -4,6 +4,7 @@
 
 use super::engine::topological_order;
 use super::node::BackwardFn;
+use super::record::Saves;
 use super::*;
 use crate::{Backend, BackendRef, DType, Device, Error, Result, Shape, Tensor};
 use std::sync::Arc;
@@ -50,14 +51,20 @@ fn host(t: &Tensor) -> Vec<f32> {
 /// A recorded op that passes its input through (value and gradient).
 fn identity(name: &'static str, inputs: &[&Var]) -> Var {
     let n = inputs.len();
-    Var::record(name, inputs[0].backend(), inputs, move |_, xs| {
-        let backward: BackwardFn = Box::new(move |_, dy, _| {
-            let mut grads = vec![Some(dy)];
-            grads.resize_with(n, || None);
-            Ok(grads)
-        });
-        Ok((xs[0].clone(), backward))
-    })
+    Var::record(
+        name,
+        inputs[0].backend(),
+        inputs,
+        Saves::NOTHING,
+        move |_, xs| {
+            let backward: BackwardFn = Box::new(move |_, dy, _, _| {
+                let mut grads = vec![Some(dy)];
+                grads.resize_with(n, || None);
+                Ok(grads)
+            });
+            Ok((xs[0].clone(), backward))
+        },
+    )
     .unwrap()
 }
 

@@ -3,6 +3,7 @@
 
 use super::alloc;
 use super::node::BackwardFn;
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, UnaryGrad, UnaryOp};
@@ -87,23 +88,28 @@ impl Var {
 
     /// `op(x)` elementwise.
     pub fn unary(&self, op: UnaryOp) -> Result<Var> {
-        Var::record(op.name(), self.backend(), &[self], move |be, xs| {
-            let x = xs[0].clone();
+        let saves = match op.gradient_form() {
+            UnaryGrad::Pointwise => Saves::own(Reads::All),
+            UnaryGrad::Identity | UnaryGrad::Linear => Saves::NOTHING,
+        };
+        Var::record(op.name(), self.backend(), &[self], saves, move |be, xs| {
+            let x = &xs[0];
             let mut y = alloc::zeros(be, x.shape())?;
-            ops::unary(be, op, &x, &mut y)?;
+            ops::unary(be, op, x, &mut y)?;
             let y = Arc::new(y);
             // Only what the gradient reads is saved; an identity gradient is `dy`
             // itself, handed on without a copy.
             let backward: BackwardFn = match op.gradient_form() {
-                UnaryGrad::Identity => Box::new(|_, dy, _| Ok(vec![Some(dy)])),
-                UnaryGrad::Linear => Box::new(move |be, dy, _| {
+                UnaryGrad::Identity => Box::new(|_, dy, _, _| Ok(vec![Some(dy)])),
+                UnaryGrad::Linear => Box::new(move |be, dy, _, _| {
                     let mut dx = alloc::zeros(be, dy.shape())?;
                     grad::unary(be, op, None, &dy, &mut dx)?;
                     Ok(vec![Some(dx)])
                 }),
                 UnaryGrad::Pointwise => {
                     let y = y.clone();
-                    Box::new(move |be, dy, _| {
+                    Box::new(move |be, dy, inputs, _| {
+                        let x = inputs.get(0)?;
                         let mut dx = alloc::zeros(be, x.shape())?;
                         grad::unary(be, op, Some((&x, &y)), &dy, &mut dx)?;
                         Ok(vec![Some(dx)])
