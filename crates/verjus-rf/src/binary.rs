@@ -201,7 +201,13 @@ pub(crate) fn select_into(
     let vx = float_var(aligned(x, &out)?, x.dtype())?;
     let vy = float_var(aligned(y, &out)?, y.dtype())?;
     let var = from_float(Var::select(&c, &vx, &vy)?, dtype)?;
-    Ok(finish(x, var, out, dtype))
+    let result = finish(x, var, out, dtype);
+    // As RETURNN: the true value's sparse dim, else the false value's (an int
+    // State keeps its class dim when finished entries are masked).
+    match x.sparse_dim().or(y.sparse_dim()) {
+        Some(sparse) if dtype.is_int() => result.with_sparse_dim(Some(sparse.clone())),
+        _ => Ok(result),
+    }
 }
 
 /// The dtype of `a op b`.

@@ -6,6 +6,7 @@
 
 use super::alloc;
 use super::node::{need, BackwardFn};
+use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::ops::{self, AttentionArgs, AttentionGrads};
 use crate::{grad, Result, Tensor};
@@ -26,12 +27,14 @@ impl Var {
         scale: f32,
     ) -> Result<Var> {
         let lengths = lengths.map(Var::value);
-        Var::record("attention", q.backend(), &[q, k, v], move |be, xs| {
-            let (q, k, v) = (xs[0].clone(), xs[1].clone(), xs[2].clone());
+        // The backward reads every operand (given at call time) and keeps the
+        // output and the log-sum-exp of its own.
+        let saves = Saves::own(Reads::All);
+        Var::record("attention", q.backend(), &[q, k, v], saves, move |be, xs| {
             let args = AttentionArgs {
-                q: &q,
-                k: &k,
-                v: &v,
+                q: &xs[0],
+                k: &xs[1],
+                v: &xs[2],
                 lengths: lengths.as_deref(),
                 causal,
                 scale,
@@ -43,7 +46,8 @@ impl Var {
             let out = Arc::new(out);
             let saved_out = out.clone();
             let lengths = lengths.clone();
-            let backward: BackwardFn = Box::new(move |be, dout, needs| {
+            let backward: BackwardFn = Box::new(move |be, dout, inputs, needs| {
+                let (q, k, v) = (inputs.get(0)?, inputs.get(1)?, inputs.get(2)?);
                 let mut grads: [Option<Tensor>; 3] = Default::default();
                 for (i, (g, like)) in grads.iter_mut().zip([&q, &k, &v]).enumerate() {
                     if need(needs, i) {
