@@ -125,6 +125,7 @@ macro_rules! __conformance_list {
             sgd_update => $crate::checks::sgd_update,
             adam_update => $crate::checks::adam_update,
             softmax_cross_entropy => $crate::checks::softmax_cross_entropy,
+            ctc_loss => $crate::checks::ctc_loss,
             lstm_sequence => $crate::checks::lstm_sequence,
             lstm_sequence_backward => $crate::checks::lstm_sequence_backward,
             lstm_cell => $crate::checks::lstm_cell,
@@ -143,6 +144,7 @@ macro_rules! __conformance_list {
             gradcheck_concat => $crate::gradcheck::concat,
             gradcheck_permute => $crate::gradcheck::permute,
             gradcheck_softmax_cross_entropy => $crate::gradcheck::softmax_cross_entropy,
+            gradcheck_ctc_loss => $crate::gradcheck::ctc_loss,
             gradcheck_gemm => $crate::gradcheck::gemm,
             gradcheck_lstm_sequence => $crate::gradcheck::lstm_sequence,
             gradcheck_lstm_cell => $crate::gradcheck::lstm_cell,
@@ -152,6 +154,7 @@ macro_rules! __conformance_list {
             errors_bad_axes => $crate::errors::bad_axes,
             errors_invalid_arguments => $crate::errors::invalid_arguments,
             errors_foreign_devices => $crate::errors::foreign_devices,
+            errors_ctc => $crate::errors::ctc,
             errors_lstm => $crate::errors::lstm,
             no_panic_on_any_shape => $crate::proptests::no_panic_on_any_shape,
         }

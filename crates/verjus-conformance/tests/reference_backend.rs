@@ -6,6 +6,8 @@
 //! are satisfiable (no check demands something the documented semantics do not),
 //! and they are sharp (a plausible kernel bug does not slip through).
 
+#[path = "reference_backend/ctc.rs"]
+mod ctc;
 #[path = "reference_backend/lstm.rs"]
 mod lstm;
 
@@ -49,6 +51,8 @@ enum Bug {
     LstmIgnoresLengths,
     /// The LSTM backward ignores the gradient of the final cell state.
     LstmBackwardDropsCellGradient,
+    /// The CTC loss runs every entry over all `T` frames.
+    CtcIgnoresInputLengths,
 }
 
 /// The reference implementations behind the `Backend` trait, on host memory.
@@ -457,6 +461,16 @@ impl Backend for ReferenceBackend {
         }
         Ok(())
     }
+    fn ctc_loss(
+        &self,
+        plan: &verjus_core::ops::CtcPlan,
+        inputs: &verjus_core::ops::CtcInputs<'_>,
+        losses: &mut Tensor,
+        grad: Option<&mut Tensor>,
+    ) -> Result<()> {
+        let bug = self.has(Bug::CtcIgnoresInputLengths);
+        ctc::ctc_loss(plan, inputs, losses, grad, bug)
+    }
     fn lstm_reserve_len(&self, _plan: &LstmPlan) -> Result<usize> {
         Ok(0)
     }
@@ -625,4 +639,9 @@ fn lstm_gradient_checks_catch_a_dropped_cell_gradient() {
     );
     catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_sequence);
     catches(Bug::LstmBackwardDropsCellGradient, gradcheck::lstm_cell);
+}
+
+#[test]
+fn ctc_ignoring_input_lengths_is_caught() {
+    catches(Bug::CtcIgnoresInputLengths, checks::ctc_loss);
 }

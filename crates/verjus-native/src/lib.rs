@@ -10,6 +10,7 @@ mod backend;
 mod broadcast;
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod gemm;

@@ -13,6 +13,7 @@
 
 mod arguments;
 mod axes;
+mod ctc;
 mod devices;
 mod dtypes;
 mod indices;
@@ -21,6 +22,7 @@ mod shapes;
 
 pub use arguments::invalid_arguments;
 pub use axes::bad_axes;
+pub use ctc::ctc;
 pub use devices::foreign_devices;
 pub use dtypes::wrong_dtypes;
 pub use indices::out_of_range_indices;

@@ -15,6 +15,7 @@
 //! is not defined.
 
 mod conv;
+mod ctc;
 mod data;
 mod elementwise;
 mod gemm;
@@ -24,6 +25,7 @@ mod pool;
 mod reduce;
 
 pub use conv::conv2d;
+pub use ctc::ctc_loss;
 pub use data::{concat, dropout, index_select, permute};
 pub use elementwise::{binary, unary};
 pub use gemm::gemm;

@@ -14,6 +14,7 @@
 
 pub mod concat;
 pub mod conv;
+pub mod ctc;
 pub mod dropout;
 pub mod elementwise;
 pub mod gemm;

@@ -46,6 +46,7 @@ mod alloc;
 mod arith;
 mod checkpoint;
 mod conv;
+mod ctc;
 mod dropout;
 mod engine;
 mod grad_mode;
@@ -68,6 +69,7 @@ mod var;
 mod tests;
 
 pub use checkpoint::{checkpoint_scope, in_checkpoint_scope, CheckpointScope};
+pub use ctc::CtcTargets;
 pub use engine::{grad, grad_with};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 pub use lstm::LstmVars;

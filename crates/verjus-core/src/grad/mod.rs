@@ -21,6 +21,7 @@
 
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod index;
@@ -35,6 +36,7 @@ mod softmax;
 
 pub use concat::{concat, split};
 pub use conv::{conv2d, Conv2dGrads};
+pub use ctc::ctc_loss;
 pub use dropout::dropout;
 pub use elementwise::{binary, unary};
 pub use index::index_select;
