@@ -219,7 +219,7 @@ fn state(op: &str, what: &str, t: &RfTensor, dims: &[Dim], shape: &[usize]) -> R
 
 /// The lengths of `spatial_dim` as int32 over `batch` (sizes `shape`, in
 /// that order), broadcast over batch dims they lack.
-fn lengths_over(
+pub(crate) fn lengths_over(
     op: &str,
     spatial_dim: &Dim,
     lengths: &RfTensor,

@@ -12,6 +12,7 @@
 //! the dim logic lives; ops compute with the GIL released, except tiny ops
 //! on the CPU (see [`compute`]).
 
+mod ctc;
 mod dim;
 mod lstm;
 mod operators;
@@ -154,6 +155,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_set_random_seed, m)?,
         wrap_pyfunction!(window_ops::rf_slice, m)?,
         wrap_pyfunction!(lstm::rf_lstm, m)?,
+        wrap_pyfunction!(ctc::rf_ctc_loss, m)?,
     ];
     // Called by the Python functions of python/verjus/rf/ that take
     // RETURNN's arguments (`convert_to_tensor`, `zeros_like`, `dropout`,
