@@ -67,7 +67,7 @@ struct Entry<'a> {
 impl Entry<'_> {
     /// The class of extended state `s`.
     fn class(&self, s: usize) -> usize {
-        if s % 2 == 0 {
+        if s.is_multiple_of(2) {
             self.plan.blank
         } else {
             self.target[s / 2] as usize
@@ -161,7 +161,7 @@ impl Entry<'_> {
         }
         for t in (0..self.frames).rev() {
             if t + 1 < self.frames {
-                for s in 0..states {
+                for (s, slot) in beta.iter_mut().enumerate() {
                     let from = |s2: usize| next[s2] + self.emit(t + 1, s2);
                     let mut b = from(s);
                     if s + 1 < states {
@@ -170,7 +170,7 @@ impl Entry<'_> {
                     if s + 2 < states && self.skips(s + 2) {
                         b = self.combine(b, from(s + 2));
                     }
-                    beta[s] = b;
+                    *slot = b;
                 }
             }
             for s in 0..states {

@@ -3,7 +3,7 @@
 
 use super::{check_input, weighted_sum};
 use crate::array::Array;
-use crate::checks::ctc_case;
+use crate::checks::{ctc_case, Entries};
 use crate::compare::every_case;
 use crate::transfer::{put, put_vec, zeros, Context};
 use verjus_core::ops::{self, CtcInputs};
@@ -11,7 +11,7 @@ use verjus_core::{Backend, DType, Tensor};
 
 /// The gradient against differences of `sum(r * losses)` over per-entry lengths.
 pub fn ctc_loss(be: &dyn Backend) -> Result<(), String> {
-    let cases: [(&[(i32, &[i32])], usize); 2] = [
+    let cases: [(Entries, usize); 2] = [
         (&[(4, &[1, 2]), (1, &[2]), (4, &[1, 1]), (2, &[])], 0),
         (&[(3, &[0]), (3, &[1, 0])], 2),
     ];
