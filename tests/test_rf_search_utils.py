@@ -163,6 +163,23 @@ def test_label_smoothed_log_prob_gradient_smooths_an_nll_gradient() -> None:
     np.testing.assert_allclose(x.grad.numpy(), p - target, rtol=1e-5, atol=1e-6)
 
 
+def test_label_smoothed_log_prob_gradient_without_exclusions() -> None:
+    batch, classes = rf.Dim(3, name="batch"), rf.Dim(5, name="classes")
+    xv = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+    x = rf.convert_to_tensor(xv, dims=[batch, classes], feature_dim=classes, requires_grad=True)
+    smoothed = rf.label_smoothed_log_prob_gradient(rf.log_softmax(x, axis=classes), 0.2)
+    labels = rf.convert_to_tensor(np.array([0, 2, 4], np.int32), dims=[batch], sparse_dim=classes)
+    loss = rf.cross_entropy(
+        estimated=smoothed, target=labels, axis=classes, estimated_type="log-probs"
+    )
+    rf.reduce_sum(loss * 2.0, axis=[batch]).backward()
+    # The target of label_smoothing, the loss scaled by 2.
+    target = np.full((3, 5), 0.05)
+    target[[0, 1, 2], [0, 2, 4]] = 0.8
+    p = np.exp(xv) / np.exp(xv).sum(-1, keepdims=True)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (p - target), rtol=1e-5, atol=1e-6)
+
+
 def test_against_returnn_rf_on_its_torch_backend() -> None:
     torch = pytest.importorskip("torch", reason="RETURNN's rf runs on its torch backend")
     pytest.importorskip("returnn", reason="RETURNN's own rf is the reference here")

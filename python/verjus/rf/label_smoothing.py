@@ -106,4 +106,6 @@ def label_smoothed_log_prob_gradient(
         floor_prob = _where(mask, floor_prob, 0.0)
     held = _stop_gradient(log_prob)
     zero = log_prob - held
-    return held + zero * factor + _reduce_sum(zero, axis=axis) * floor_prob
+    # Each entry's backward gets factor * g plus floor * (the sum of g over
+    # axis), from the sum of the zeros weighted by floor, added to every entry.
+    return held + zero * factor + _reduce_sum(zero * floor_prob, axis=axis)
