@@ -1411,6 +1411,48 @@ def rf_lstm(
     :rtype: tuple[Tensor, tuple[Tensor, Tensor]]
     """
 
+def rf_ctc_loss(
+    *,
+    logits: Tensor,
+    logits_normalized: bool = False,
+    targets: Tensor,
+    input_spatial_dim: Dim,
+    targets_spatial_dim: Dim,
+    blank_index: int,
+    max_approx: bool = False,
+    use_native_op: bool | None = None,
+    label_loop: bool = True,
+) -> Tensor:
+    """The CTC loss per batch entry (RETURNN's ``rf.ctc_loss``): minus the log
+    of the summed probability of every alignment of ``targets`` to the
+    frames of ``logits`` (one class per frame; merging repeats, then removing
+    blanks, gives the target), by the log-space forward-backward algorithm
+    over each entry's own input and target lengths (the two spatial dims'
+    lengths; a static dim counts in full).
+
+    The class dim is ``logits.feature_dim`` (else ``targets.sparse_dim``);
+    the other dims of ``logits`` are batch dims, and ``targets`` must have
+    the same. Unless ``logits_normalized``, ``log_softmax`` over the class dim
+    comes first, so the logits' gradient is ``softmax - posterior`` per frame.
+    A target that no alignment produces (it needs ``target_length + repeats``
+    frames, more than the input has) gets the loss ``inf`` and a zero
+    gradient, as ``torch.nn.functional.ctc_loss`` (RETURNN's PyTorch backend
+    passes ``zero_infinity=True`` and gets 0 instead). Lengths outside the
+    dims, or a label that is the blank or not a class, raise ValueError.
+
+    :param Tensor logits: over ``{batch dims..., input_spatial_dim, classes}``
+    :param bool logits_normalized: the logits are log-probabilities already
+    :param Tensor targets: int labels over ``{batch dims..., targets_spatial_dim}``
+    :param Dim input_spatial_dim: the frames
+    :param Dim targets_spatial_dim: the label positions
+    :param int blank_index: the blank class
+    :param bool max_approx: Viterbi: the best alignment instead of the sum
+    :param bool | None use_native_op: accepted for RETURNN; there is one op
+    :param bool label_loop: must be True (standard CTC)
+    :return: the losses over the batch dims
+    :rtype: Tensor
+    """
+
 def rf_from_numpy(
     array: npt.NDArray[Any],
     dims: Sequence[Dim],

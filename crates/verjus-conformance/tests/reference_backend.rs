@@ -8,6 +8,8 @@
 
 #[path = "reference_backend/attention.rs"]
 mod attention;
+#[path = "reference_backend/ctc.rs"]
+mod ctc;
 #[path = "reference_backend/lstm.rs"]
 mod lstm;
 
@@ -54,6 +56,8 @@ enum Bug {
     LstmBackwardDropsCellGradient,
     /// Attention lets padded keys take weight (the key lengths are ignored).
     AttentionIgnoresLengths,
+    /// The CTC loss runs every entry over all `T` frames.
+    CtcIgnoresInputLengths,
 }
 
 /// The reference implementations behind the `Backend` trait, on host memory.
@@ -462,6 +466,16 @@ impl Backend for ReferenceBackend {
         }
         Ok(())
     }
+    fn ctc_loss(
+        &self,
+        plan: &verjus_core::ops::CtcPlan,
+        inputs: &verjus_core::ops::CtcInputs<'_>,
+        losses: &mut Tensor,
+        grad: Option<&mut Tensor>,
+    ) -> Result<()> {
+        let bug = self.has(Bug::CtcIgnoresInputLengths);
+        ctc::ctc_loss(plan, inputs, losses, grad, bug)
+    }
     fn lstm_reserve_len(&self, _plan: &LstmPlan) -> Result<usize> {
         Ok(0)
     }
@@ -656,4 +670,9 @@ fn lstm_gradient_checks_catch_a_dropped_cell_gradient() {
 fn attention_checks_catch_an_ignored_key_mask() {
     catches(Bug::AttentionIgnoresLengths, checks::attention);
     catches(Bug::AttentionIgnoresLengths, checks::attention_backward);
+}
+
+#[test]
+fn ctc_ignoring_input_lengths_is_caught() {
+    catches(Bug::CtcIgnoresInputLengths, checks::ctc_loss);
 }

@@ -296,6 +296,17 @@ pub trait Backend: Send + Sync + fmt::Debug {
         unsupported!(self, "softmax_cross_entropy")
     }
 
+    /// CTC losses and optionally their gradient (see [`crate::ops::ctc_loss`]).
+    fn ctc_loss(
+        &self,
+        plan: &crate::ops::CtcPlan,
+        inputs: &crate::ops::CtcInputs<'_>,
+        losses: &mut Tensor,
+        grad: Option<&mut Tensor>,
+    ) -> Result<()> {
+        unsupported!(self, "ctc_loss")
+    }
+
     /// The f32 elements of the reserve an LSTM call of `plan` writes for its
     /// backward (gate activations, cell states, or cuDNN's reserve space).
     fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {

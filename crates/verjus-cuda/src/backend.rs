@@ -361,6 +361,15 @@ impl Backend for CudaBackend {
     ) -> Result<()> {
         ops::loss::softmax_cross_entropy(self, plan, logits, labels, grad_scale, losses, dlogits)
     }
+    fn ctc_loss(
+        &self,
+        plan: &verjus_core::ops::CtcPlan,
+        inputs: &verjus_core::ops::CtcInputs<'_>,
+        losses: &mut Tensor,
+        grad: Option<&mut Tensor>,
+    ) -> Result<()> {
+        ops::ctc::ctc_loss(self, plan, inputs, losses, grad)
+    }
     fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {
         ops::lstm::reserve_len(self, plan)
     }

@@ -50,6 +50,7 @@ macro_rules! modules {
 modules! {
     Concat => "concat",
     Conv => "conv",
+    Ctc => "ctc",
     Dropout => "dropout",
     Elementwise => "elementwise",
     Index => "index",

@@ -233,6 +233,16 @@ impl Backend for NativeBackend {
         loss::softmax_cross_entropy(plan, logits, labels, grad_scale, losses, dlogits)
     }
 
+    fn ctc_loss(
+        &self,
+        plan: &verjus_core::ops::CtcPlan,
+        inputs: &verjus_core::ops::CtcInputs<'_>,
+        losses: &mut Tensor,
+        grad: Option<&mut Tensor>,
+    ) -> Result<()> {
+        crate::ctc::ctc_loss(plan, inputs, losses, grad)
+    }
+
     fn lstm_reserve_len(&self, plan: &LstmPlan) -> Result<usize> {
         Ok(lstm::reserve_len(plan))
     }

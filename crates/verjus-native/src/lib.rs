@@ -11,6 +11,7 @@ mod backend;
 mod broadcast;
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod gemm;

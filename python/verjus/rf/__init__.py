@@ -68,7 +68,10 @@ Written in Python, on top of them:
   ``weight_noise`` (training only, in a checkpoint scope: nothing weight-sized
   kept), ``weight_norm`` (``verjus.rf.parametrizations``);
   ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
-  are recomputed in backward, same random numbers).
+  are recomputed in backward, same random numbers);
+- ``label_smoothing``, ``smooth_one_hot``, ``label_smoothed_log_prob_gradient``
+  (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
+  ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op).
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
@@ -110,6 +113,11 @@ from verjus.rf.dropout import Dropout
 from verjus.rf.gating import gating, glu, swish
 from verjus.rf.gradient import scaled_gradient
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
+from verjus.rf.label_smoothing import (
+    label_smoothed_log_prob_gradient,
+    label_smoothing,
+    smooth_one_hot,
+)
 from verjus.rf.loop import Loop, scan, while_loop
 from verjus.rf.module import Embedding, Functional, Linear, Module, Parameter
 from verjus.rf.normalization import (
@@ -143,6 +151,7 @@ from verjus.rf.run_ctx import (
     init_forward_step_run_ctx,
     init_train_step_run_ctx,
 )
+from verjus.rf.search import ctc_greedy_decode, edit_distance, top_k
 from verjus.rf.tensor_array import TensorArray
 from verjus.rf.zoneout import ZoneoutLSTM
 
@@ -308,3 +317,14 @@ def dropout(
     ``on_forward``; with ``axis`` the mask varies over those dims only."""
     train = on_forward or get_run_ctx().train_flag
     return _verjus.rf_dropout(source, drop_prob, axis, train)
+
+
+# Label smoothing and search (verjus.rf.label_smoothing, verjus.rf.search).
+__all__ += [
+    "ctc_greedy_decode",
+    "edit_distance",
+    "label_smoothed_log_prob_gradient",
+    "label_smoothing",
+    "smooth_one_hot",
+    "top_k",
+]

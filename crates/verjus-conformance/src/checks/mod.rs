@@ -12,6 +12,7 @@
 pub(crate) mod attention;
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod gemm;
@@ -32,6 +33,7 @@ mod softmax;
 pub use attention::{attention, attention_backward};
 pub use concat::{concat, split};
 pub use conv::{conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter};
+pub use ctc::{ctc_case, ctc_loss, Entries};
 pub use dropout::{dropout, dropout_backward};
 pub use elementwise::{binary, binary_backward, relu_keeps_nan, unary, unary_backward};
 pub(crate) use elementwise::{BINARY_OPS, UNARY_OPS};

@@ -14,6 +14,7 @@
 mod arguments;
 mod attention;
 mod axes;
+mod ctc;
 mod devices;
 mod dtypes;
 mod indices;
@@ -23,6 +24,7 @@ mod shapes;
 pub use arguments::invalid_arguments;
 pub use attention::attention;
 pub use axes::bad_axes;
+pub use ctc::ctc;
 pub use devices::foreign_devices;
 pub use dtypes::wrong_dtypes;
 pub use indices::out_of_range_indices;

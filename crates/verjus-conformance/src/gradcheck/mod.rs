@@ -16,6 +16,7 @@
 
 mod attention;
 mod conv;
+mod ctc;
 mod data;
 mod elementwise;
 mod gemm;
@@ -26,6 +27,7 @@ mod reduce;
 
 pub use attention::attention;
 pub use conv::conv2d;
+pub use ctc::ctc_loss;
 pub use data::{concat, dropout, index_select, permute};
 pub use elementwise::{binary, unary};
 pub use gemm::gemm;

@@ -15,6 +15,7 @@
 pub mod attention;
 pub mod concat;
 pub mod conv;
+pub mod ctc;
 pub mod dropout;
 pub mod elementwise;
 pub mod gemm;

@@ -49,6 +49,7 @@ mod arith;
 mod attention;
 mod checkpoint;
 mod conv;
+mod ctc;
 mod dropout;
 mod engine;
 mod grad_mode;
@@ -72,6 +73,7 @@ mod var;
 mod tests;
 
 pub use checkpoint::{checkpoint_scope, in_checkpoint_scope, CheckpointScope};
+pub use ctc::CtcTargets;
 pub use engine::{grad, grad_with};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 pub use lstm::LstmVars;

@@ -22,6 +22,7 @@
 mod attention;
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod index;
@@ -37,6 +38,7 @@ mod softmax;
 pub use attention::attention;
 pub use concat::{concat, split};
 pub use conv::{conv2d, Conv2dGrads};
+pub use ctc::ctc_loss;
 pub use dropout::dropout;
 pub use elementwise::{binary, unary};
 pub use index::index_select;

@@ -13,6 +13,7 @@
 mod attention;
 mod concat;
 mod conv;
+mod ctc;
 mod dropout;
 mod elementwise;
 mod gemm;
@@ -37,6 +38,7 @@ pub use conv::{
     conv2d, conv2d_backward_bias, conv2d_backward_data, conv2d_backward_filter, Conv2dParams,
     Conv2dPlan,
 };
+pub use ctc::{ctc_check, ctc_loss, ctc_plan, CtcInputs, CtcPlan};
 pub use dropout::{dropout, dropout_backward, DropoutPlan};
 pub use elementwise::{
     binary, binary_backward, binary_kernels, unary, unary_backward, unary_kernels, BinaryDomain,

@@ -5,6 +5,7 @@
 
 pub(crate) mod concat;
 pub(crate) mod conv;
+pub(crate) mod ctc;
 pub(crate) mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;

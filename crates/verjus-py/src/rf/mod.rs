@@ -13,6 +13,7 @@
 //! on the CPU (see [`compute`]).
 
 mod attention;
+mod ctc;
 mod dim;
 mod lstm;
 mod operators;
@@ -155,6 +156,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_set_random_seed, m)?,
         wrap_pyfunction!(window_ops::rf_slice, m)?,
         wrap_pyfunction!(lstm::rf_lstm, m)?,
+        wrap_pyfunction!(ctc::rf_ctc_loss, m)?,
     ];
     // Called by the Python functions of python/verjus/rf/ that take
     // RETURNN's arguments (`convert_to_tensor`, `zeros_like`, `dropout`,
