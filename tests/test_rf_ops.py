@@ -243,3 +243,25 @@ def test_conv_and_pool_backward() -> None:
     assert conv.bias.grad is not None
     # Each output frame adds the bias once: d loss / d bias = number of pooled frames.
     np.testing.assert_allclose(conv.bias.grad.numpy(), [3.0, 3.0])
+
+
+def test_matmul_with_an_empty_dim_gives_an_empty_result() -> None:
+    """A size-0 dim of one operand stays 0 in the output (it was taken as 1)."""
+    b, t, f, g = rf.Dim(2, name="b"), rf.Dim(0, name="t"), rf.Dim(3, name="f"), rf.Dim(2, name="g")
+    x = rf.convert_to_tensor(np.zeros((2, 0, 3), np.float32), dims=[b, t, f])
+    w = rf.convert_to_tensor(np.ones((3, 2), np.float32), dims=[f, g])
+    y = rf.matmul(x, w, reduce=f)
+    assert y.dims == (b, t, g)
+    assert np.asarray(y.raw_tensor).shape == (2, 0, 2)
+
+
+def test_where_keeps_the_sparse_dim_of_its_values() -> None:
+    """As RETURNN: the true value's sparse dim, else the false value's."""
+    b, v = rf.Dim(2, name="b"), rf.Dim(5, name="v")
+    labels = rf.convert_to_tensor(np.array([1, 2], np.int32), dims=[b], sparse_dim=v)
+    zeros = rf.convert_to_tensor(np.array([0, 0], np.int32), dims=[b])
+    mask = rf.convert_to_tensor(np.array([True, False]), dims=[b])
+    assert rf.where(mask, labels, zeros).sparse_dim == v
+    assert rf.where(mask, zeros, labels).sparse_dim == v
+    assert rf.where(mask, zeros, zeros).sparse_dim is None
+    np.testing.assert_array_equal(np.asarray(rf.where(mask, labels, zeros).raw_tensor), [1, 0])

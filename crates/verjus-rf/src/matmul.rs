@@ -81,7 +81,11 @@ pub fn matmul(a: &RfTensor, b: &RfTensor, reduce: &[Dim], use_mask: bool) -> Res
     let out_dims = [&common[..], &a_only, &b_only].concat();
     let out_sizes: Vec<usize> = out_dims
         .iter()
-        .map(|d| size(&a, std::slice::from_ref(d)).max(size(&b, std::slice::from_ref(d))))
+        .map(|d| {
+            // From the operand that has the dim (a dim of size 0 must stay 0).
+            let owner = if a.axis_of(d).is_some() { &a } else { &b };
+            size(owner, std::slice::from_ref(d))
+        })
         .collect();
     let y = flat(va.matmul_t(&vb, false, trans_b)?, out_sizes)?;
     Ok(RfTensor::from_parts(y, out_dims, RfDType::Float32))
