@@ -30,50 +30,56 @@ impl Var {
         // The backward reads every operand (given at call time) and keeps the
         // output and the log-sum-exp of its own.
         let saves = Saves::own(Reads::All);
-        Var::record("attention", q.backend(), &[q, k, v], saves, move |be, xs| {
-            let args = AttentionArgs {
-                q: &xs[0],
-                k: &xs[1],
-                v: &xs[2],
-                lengths: lengths.as_deref(),
-                causal,
-                scale,
-            };
-            let plan = ops::attention_plan("attention", be, &args)?;
-            let mut out = alloc::zeros(be, &plan.output_shape())?;
-            let mut lse = alloc::zeros(be, &plan.lse_shape())?;
-            ops::attention(be, &args, &mut out, &mut lse)?;
-            let out = Arc::new(out);
-            let saved_out = out.clone();
-            let lengths = lengths.clone();
-            let backward: BackwardFn = Box::new(move |be, dout, inputs, needs| {
-                let (q, k, v) = (inputs.get(0)?, inputs.get(1)?, inputs.get(2)?);
-                let mut grads: [Option<Tensor>; 3] = Default::default();
-                for (i, (g, like)) in grads.iter_mut().zip([&q, &k, &v]).enumerate() {
-                    if need(needs, i) {
-                        *g = Some(alloc::zeros(be, like.shape())?);
-                    }
-                }
-                let [dq, dk, dv] = grads.each_mut().map(Option::as_mut);
+        Var::record(
+            "attention",
+            q.backend(),
+            &[q, k, v],
+            saves,
+            move |be, xs| {
                 let args = AttentionArgs {
-                    q: &q,
-                    k: &k,
-                    v: &v,
+                    q: &xs[0],
+                    k: &xs[1],
+                    v: &xs[2],
                     lengths: lengths.as_deref(),
                     causal,
                     scale,
                 };
-                grad::attention(
-                    be,
-                    &args,
-                    &saved_out,
-                    &lse,
-                    &dout,
-                    AttentionGrads { dq, dk, dv },
-                )?;
-                Ok(grads.into_iter().collect())
-            });
-            Ok((out, backward))
-        })
+                let plan = ops::attention_plan("attention", be, &args)?;
+                let mut out = alloc::zeros(be, &plan.output_shape())?;
+                let mut lse = alloc::zeros(be, &plan.lse_shape())?;
+                ops::attention(be, &args, &mut out, &mut lse)?;
+                let out = Arc::new(out);
+                let saved_out = out.clone();
+                let lengths = lengths.clone();
+                let backward: BackwardFn = Box::new(move |be, dout, inputs, needs| {
+                    let (q, k, v) = (inputs.get(0)?, inputs.get(1)?, inputs.get(2)?);
+                    let mut grads: [Option<Tensor>; 3] = Default::default();
+                    for (i, (g, like)) in grads.iter_mut().zip([&q, &k, &v]).enumerate() {
+                        if need(needs, i) {
+                            *g = Some(alloc::zeros(be, like.shape())?);
+                        }
+                    }
+                    let [dq, dk, dv] = grads.each_mut().map(Option::as_mut);
+                    let args = AttentionArgs {
+                        q: &q,
+                        k: &k,
+                        v: &v,
+                        lengths: lengths.as_deref(),
+                        causal,
+                        scale,
+                    };
+                    grad::attention(
+                        be,
+                        &args,
+                        &saved_out,
+                        &lse,
+                        &dout,
+                        AttentionGrads { dq, dk, dv },
+                    )?;
+                    Ok(grads.into_iter().collect())
+                });
+                Ok((out, backward))
+            },
+        )
     }
 }
