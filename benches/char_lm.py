@@ -1,6 +1,6 @@
 """The character-LM recipe (issue 21) trained in several frameworks on the same batches.
 
-    python benches/char_lm.py [--framework torch|rf|both|all] [--epochs 3]
+    python benches/char_lm.py [--framework torch|rf|nn|returnn|both|verjus|all] [--epochs 3]
         [--max-batches N] [--threads 2] [--seed 0] [--data DIR]
 
 Every framework trains embedding 64 -> LSTM 256 -> Linear to the vocabulary with
@@ -16,17 +16,19 @@ its training time (wall and the process's CPU time):
   frames only, ``clip_grad_norm_``; PyTorch's default initialization;
 - ``rf``: ``examples/python/rf_char_lm.py``'s model and step (verjus.rf,
   with PyTorch's initialization, the example's default);
+- ``nn``: the static graph (``verjus.nn`` + ``Trainer.train_sequences``), as
+  ``examples/python/char_lm.py`` builds it, from its own initialization;
 - ``returnn``: the same model in RETURNN's ``returnn.frontend`` on its torch
   backend (``torch.optim.Adam``, ``clip_grad_norm_``, as RETURNN's torch
   engine steps it).
 
 A framework is a class with ``name``, ``__init__(vocab_size, seed)``,
 ``train_step(batch)`` (returns the step's loss in the framework's own tensor),
-``summed_ce(batch) -> float`` and ``load(weights)`` (the ``WEIGHT_SHAPES``
+``summed_ce(batch) -> float`` and, optionally, ``load(weights)`` (the ``WEIGHT_SHAPES``
 arrays, for runs from identical weights: ``benches/rf_overhead.py``'s
 ``char_lm_step`` row), registered in ``FRAMEWORKS`` (``batch`` is a
 ``TextBatcher`` batch: ``(inputs, targets, lengths)`` int32 numpy arrays);
-adding one (e.g. the static graph, ``verjus.nn``) is adding such a class.
+adding one is adding such a class (``nn`` has no ``load``).
 """
 
 from __future__ import annotations
@@ -166,6 +168,39 @@ class RfLM:
         return float(ce.numpy())
 
 
+class NnLM:
+    """verjus's static graph (``verjus.nn`` + ``Trainer``), as
+    ``examples/python/char_lm.py`` builds it."""
+
+    name = "nn"
+
+    def __init__(self, vocab_size: int, seed: int) -> None:
+        import verjus
+        from verjus import nn
+
+        self.net = verjus.Network.from_def(
+            nn.Sequential(
+                nn.Embedding(vocab_size, EMBED, name="embed"),
+                nn.LSTM(HIDDEN, name="rnn"),
+                nn.Linear(vocab_size, name="fc"),
+                input_shape=(None,),
+                input_name="chars",
+                input_dtype="int32",
+            ),
+            seed=seed,
+        )
+        self.trainer = verjus.Trainer(self.net, verjus.optim.Adam(lr=LR, clip_norm=CLIP))
+
+    def train_step(self, batch):
+        inputs, targets, lengths = batch
+        return self.trainer.train_sequences(inputs, lengths, targets)
+
+    def summed_ce(self, batch) -> float:
+        inputs, targets, lengths = batch
+        loss, frames = self.trainer.evaluate_sequences(inputs, lengths, targets)
+        return loss * frames
+
+
 class ReturnnLM:
     """RETURNN's ``returnn.frontend`` on its torch backend, stepped as RETURNN's
     torch engine does (``backward`` on the raw loss, ``clip_grad_norm_``,
@@ -236,8 +271,8 @@ class ReturnnLM:
             return float(self._summed_ce(batch).raw_tensor)
 
 
-FRAMEWORKS = {cls.name: cls for cls in (TorchLM, RfLM, ReturnnLM)}
-GROUPS = {"both": ["torch", "rf"], "all": list(FRAMEWORKS)}
+FRAMEWORKS = {cls.name: cls for cls in (TorchLM, RfLM, NnLM, ReturnnLM)}
+GROUPS = {"both": ["torch", "rf"], "verjus": ["torch", "nn", "rf"], "all": list(FRAMEWORKS)}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

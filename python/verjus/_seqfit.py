@@ -107,7 +107,7 @@ def evaluate(trainer: Trainer, data: SequenceBatches) -> dict[str, float]:
     loss_sum, count, correct = 0.0, 0, 0
     labels = not data.per_frame and data.batcher is None and data.y.dtype.kind in "iu"
     for x, lengths, y in data.epoch(None, 0):
-        loss, n = trainer._native.evaluate_sequences(x, lengths, y)
+        loss, n = trainer.evaluate_sequences(x, lengths, y)
         loss_sum += loss * n
         count += n
         if labels:
@@ -143,7 +143,7 @@ def fit_sequences(
         loss_sum, count, frames = 0.0, 0, 0
         try:
             for x, lengths, y in train.epoch(seed + epoch if shuffle else None, epoch):
-                loss = trainer._native.train_sequences(x, lengths, y)
+                loss = trainer.train_sequences(x, lengths, y)
                 n = _count(train.per_frame, lengths)
                 loss_sum += loss * n
                 count += n

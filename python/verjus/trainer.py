@@ -244,6 +244,21 @@ class Trainer:
         step when only the loss is wanted (``fit`` steps that way)."""
         return self._native.train_minibatch(x, y, return_output)
 
+    def train_sequences(self, x: npt.ArrayLike, lengths: npt.ArrayLike, y: npt.ArrayLike) -> float:
+        """One step on one padded batch of sequences: ``x`` ``[B, T, ...]``
+        (int32 token ids or floats, as the network's input says), ``lengths``
+        ``[B]``, ``y`` the targets (``[B, T]`` for a per-frame loss, ``[B]``
+        after a time reduction); returns the mean loss (per real frame or per
+        example). ``fit`` steps this way."""
+        return self._native.train_sequences(x, lengths, y)
+
+    def evaluate_sequences(
+        self, x: npt.ArrayLike, lengths: npt.ArrayLike, y: npt.ArrayLike
+    ) -> tuple[float, int]:
+        """The mean loss over one padded batch of sequences in inference mode
+        and the count it is the mean over (real frames, or examples)."""
+        return self._native.evaluate_sequences(x, lengths, y)
+
     def evaluate(self, x: npt.ArrayLike, y: npt.ArrayLike, *, batch_size: int = 1000) -> Metrics:
         """Loss and accuracy over ``(x, y)`` in inference mode (no dropout)."""
         loss, accuracy = self._native.evaluate(x, y, batch_size)
