@@ -102,10 +102,13 @@ impl Runner {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let runner = Arc::clone(self);
         let flag = Arc::clone(&stop);
+        // Taken here, not in the thread: a save right after `watch` returns
+        // must count as new (taken in the thread, it raced the caller's save
+        // and could become the baseline, never swapped in).
+        let mut seen = fingerprint(&folder);
         let thread = std::thread::Builder::new()
             .name("verjus-watch".into())
             .spawn(move || {
-                let mut seen = fingerprint(&folder);
                 let (stopped, wake) = &*flag;
                 let mut guard = stopped.lock().unwrap_or_else(PoisonError::into_inner);
                 loop {
