@@ -39,6 +39,9 @@ LD_LIBRARY_PATH="$nvrtc_lib" cargo test --release -p verjus-cuda --lib -- --igno
 step "build and install the Python package (maturin develop --release)"
 maturin develop --release
 
+step "fortunes texts (for the text-data tests; they skip without them)"
+ensure_fortunes || true
+
 step "pytest"
 pytest tests -q
 
