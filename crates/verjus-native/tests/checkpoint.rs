@@ -3,9 +3,13 @@
 //! for weight noise, dropout, chains of arbitrary ops, nested scopes and an
 //! LSTM step reading a weight made in a scope.
 
-use verjus_core::autograd::{checkpoint_scope, LstmVars, Var};
+use verjus_core::autograd::{checkpoint_scope, Var};
 use verjus_core::ops::Distribution;
 use verjus_core::{rng, BackendRef, Result, Shape, Tensor};
+
+#[path = "common/dropout_lstm.rs"]
+mod dropout_lstm;
+use dropout_lstm::dropout_lstm;
 
 fn be() -> BackendRef {
     verjus_native::backend()
@@ -92,33 +96,7 @@ fn an_lstm_step_reading_a_dropped_out_weight_gives_the_same_gradients() {
         || vec![leaf(5, &[2, 3]), leaf(6, &[8, 3]), leaf(7, &[8, 2])],
         |v, scoped| {
             let (x, w_ih, w_hh) = (&v[0], &v[1], &v[2]);
-            let mut h: Option<Var> = None;
-            let mut c: Option<Var> = None;
-            let mut total: Option<Var> = None;
-            for step in 0..4u64 {
-                let w = {
-                    let _scope = scoped.then(checkpoint_scope);
-                    w_hh.dropout(0.3, 9, 50 * step)?
-                };
-                let vars = LstmVars {
-                    x,
-                    lengths: None,
-                    h0: h.as_ref(),
-                    c0: c.as_ref(),
-                    w_ih,
-                    w_hh: &w,
-                    b_ih: None,
-                    b_hh: None,
-                };
-                let (h1, c1) = Var::lstm_cell(&vars)?;
-                let s = h1.sum_all()?;
-                total = Some(match total {
-                    Some(t) => t.add(&s)?,
-                    None => s,
-                });
-                (h, c) = (Some(h1), Some(c1));
-            }
-            Ok(total.expect("steps ran"))
+            dropout_lstm(x, w_ih, w_hh, Some(scoped), 4)
         },
     );
 }

@@ -2,9 +2,13 @@
 //! counters. One test in its own binary: the counters are process-wide, so
 //! no other test may allocate while it measures.
 
-use verjus_core::autograd::{checkpoint_scope, LstmVars, Var};
+use verjus_core::autograd::{checkpoint_scope, Var};
 use verjus_core::ops::Distribution;
 use verjus_core::{host_memory_stats, reset_host_peak, BackendRef, Result, Tensor};
+
+#[path = "common/dropout_lstm.rs"]
+mod dropout_lstm;
+use dropout_lstm::dropout_lstm;
 
 fn be() -> BackendRef {
     verjus_native::backend()
@@ -48,38 +52,6 @@ fn noisy_linear(x: &Var, w: &Var, scoped: bool) -> Result<Var> {
         w.add(&noise)?
     };
     x.matmul(&w)?.sum_all()
-}
-
-fn dropout_lstm(x: &Var, w_ih: &Var, w_hh: &Var, mode: Option<bool>, steps: u64) -> Result<Var> {
-    let (mut h, mut c): (Option<Var>, Option<Var>) = (None, None);
-    let mut total: Option<Var> = None;
-    for step in 0..steps {
-        let w = match mode {
-            None => w_hh.clone(),
-            Some(scoped) => {
-                let _scope = scoped.then(checkpoint_scope);
-                w_hh.dropout(0.3, 2, 1000 * step)?
-            }
-        };
-        let vars = LstmVars {
-            x,
-            lengths: None,
-            h0: h.as_ref(),
-            c0: c.as_ref(),
-            w_ih,
-            w_hh: &w,
-            b_ih: None,
-            b_hh: None,
-        };
-        let (h1, c1) = Var::lstm_cell(&vars)?;
-        let s = h1.sum_all()?;
-        total = Some(match total {
-            Some(t) => t.add(&s)?,
-            None => s,
-        });
-        (h, c) = (Some(h1), Some(c1));
-    }
-    Ok(total.expect("steps ran"))
 }
 
 #[test]
