@@ -18,7 +18,7 @@
 use super::frames::{reversed_row, write};
 use super::{
     expect_inputs, fmt_shape, internal, need_seq, Backward, Built, Forward, FrameScratch, Layer,
-    ParamSpec,
+    ParamSpec, Params, Seq,
 };
 use crate::descriptor::Init;
 use crate::parameter::default_bound;
@@ -235,6 +235,30 @@ impl Lstm {
         }
     }
 
+    /// The op's operands for the direction whose parameters start at `base`:
+    /// input `x`, the carried state when the call carries it, each
+    /// sequence's length.
+    fn args<'a>(
+        &self,
+        x: &'a Tensor,
+        (h0, c0): (&'a Tensor, &'a Tensor),
+        seq: &Seq<'a>,
+        params: &Params<'a>,
+        base: usize,
+    ) -> Result<LstmArgs<'a>> {
+        let p = |k: usize| params.get(base + k);
+        Ok(LstmArgs {
+            x,
+            lengths: Some(seq.lengths),
+            h0: seq.carry.then_some(h0),
+            c0: seq.carry.then_some(c0),
+            w_ih: p(0)?,
+            w_hh: p(1)?,
+            b_ih: if self.s.bias { Some(p(2)?) } else { None },
+            b_hh: if self.s.bias { Some(p(3)?) } else { None },
+        })
+    }
+
     /// The op's plan for layer `l` (for the reserve's size).
     fn plan(&self, l: usize, time: usize, batch: usize) -> LstmPlan {
         LstmPlan {
@@ -328,21 +352,11 @@ impl Layer for Lstm {
             }
             for (d, (dir, x)) in dirs.into_iter().enumerate() {
                 let base = (l * self.dirs() + d) * per_dir;
-                let p = |k: usize| io.params.get(base + k);
                 let [x, y, h, c, reserve, h0, c0] = bufs(
                     scratch,
                     [x, dir.y, dir.h, dir.c, dir.reserve, dir.h0, dir.c0],
                 )?;
-                let args = LstmArgs {
-                    x,
-                    lengths: Some(seq.lengths),
-                    h0: seq.carry.then_some(&*h0),
-                    c0: seq.carry.then_some(&*c0),
-                    w_ih: p(0)?,
-                    w_hh: p(1)?,
-                    b_ih: if self.s.bias { Some(p(2)?) } else { None },
-                    b_hh: if self.s.bias { Some(p(3)?) } else { None },
-                };
+                let args = self.args(x, (h0, c0), &seq, &io.params, base)?;
                 let out = LstmOutputs {
                     y,
                     h_n: Some(h),
@@ -394,21 +408,11 @@ impl Layer for Lstm {
             }
             for (d, (dir, x)) in dirs.into_iter().enumerate() {
                 let base = (l * self.dirs() + d) * per_dir;
-                let p = |k: usize| io.params.get(base + k);
                 let [x, y, reserve, dy, dx, h0, c0] = bufs(
                     scratch,
                     [x, dir.y, dir.reserve, dir.dy, dir.dx, dir.h0, dir.c0],
                 )?;
-                let args = LstmArgs {
-                    x,
-                    lengths: Some(seq.lengths),
-                    h0: seq.carry.then_some(&*h0),
-                    c0: seq.carry.then_some(&*c0),
-                    w_ih: p(0)?,
-                    w_hh: p(1)?,
-                    b_ih: if self.s.bias { Some(p(2)?) } else { None },
-                    b_hh: if self.s.bias { Some(p(3)?) } else { None },
-                };
+                let args = self.args(x, (h0, c0), &seq, &io.params, base)?;
                 let dout = LstmOutputGrads {
                     dy: Some(dy),
                     dh_n: None,
