@@ -6,6 +6,7 @@
 #   .device/tests/   the CUDA test executables (conformance, parity, unit tests)
 #   .device/bin/     verjus-bench
 #   .device/wheel/   the abi3 wheel of the Python package
+#   .device/fashion-mnist/  the data set, where it is installed here
 #   .device/run.sh   scripts/gpu_run.sh, the one command to run there
 #
 # Copy .device/ together with benches/run.py (or the whole checkout) to the GPU
@@ -44,6 +45,14 @@ cp "${CARGO_TARGET_DIR:-target}/release/verjus-bench" "$OUT/bin/"
 
 step "build the abi3 wheel"
 maturin build --release --out "$OUT/wheel"
+
+step "copy Fashion-MNIST (the GPU machine has no network)"
+fashion=/usr/share/datasets/fashion-mnist
+if [ -f "$fashion/train-images-idx3-ubyte.gz" ]; then
+    cp -r "$fashion" "$OUT/fashion-mnist"
+else
+    echo "  $fashion is missing (apt-get install dataset-fashion-mnist): the GPU runs use generated data"
+fi
 
 cp scripts/gpu_run.sh "$OUT/run.sh"
 step "done: copy the checkout (with $OUT/) to the GPU machine and run: bash $OUT/run.sh"

@@ -4,11 +4,16 @@ Tests never need the real data set: ``fashion_dir`` writes the four gzip'd IDX
 files with a few hundred 28x28 images whose class is easy to learn (each class
 lights up its own 7x7 patch over noise), so a real training run finishes in
 seconds and still has to learn something to pass.
+
+``VERJUS_TEST_DEVICE=cuda`` makes the RF frontend create its tensors on the GPU
+for the whole session (``rf.set_default_device``), so the RF test files run
+their ops there unchanged (``scripts/gpu_run.sh`` does this on a GPU machine).
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from pathlib import Path
 
@@ -60,3 +65,13 @@ def fashion_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``$VERJUS_TEST_DEVICE`` becomes the RF frontend's default device before the
+    test modules are imported (some make tensors at import)."""
+    device = os.environ.get("VERJUS_TEST_DEVICE", "cpu")
+    if device != "cpu":
+        from verjus import rf
+
+        rf.set_default_device(device)

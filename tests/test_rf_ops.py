@@ -5,6 +5,7 @@ Signatures and returns follow RETURNN; values are checked against numpy."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -209,11 +210,14 @@ def test_concat_pad_merge_over_dynamic_dims() -> None:
 def test_default_device() -> None:
     import verjus
 
-    assert rf.get_default_device() == "cpu"
+    session = rf.get_default_device()  # cpu, unless $VERJUS_TEST_DEVICE says otherwise
+    assert session == ("cpu" if os.environ.get("VERJUS_TEST_DEVICE", "cpu") == "cpu" else "cuda:0")
     if verjus.cuda.is_available():
         rf.set_default_device("cuda")
         assert rf.get_default_device() == "cuda:0"
         rf.set_default_device("cpu")
+        assert rf.get_default_device() == "cpu"
+        rf.set_default_device(session)
     else:
         # The error names what is missing: without the NVIDIA kernel driver,
         # the driver itself; else the library (driver's, cuBLAS, cuDNN, NVRTC).

@@ -9,7 +9,7 @@
 //! `--device cuda` runs the GPU set instead (f32 GEMM at 4096 and 8192, also
 //! with TF32; the MLP and CNN training steps at batch 128 and 1024; the LSTM
 //! workloads) on CUDA device 0, and adds each workload's `peak_bytes`: the caching allocator's
-//! high-water mark while it ran.
+//! high-water mark after its first call.
 //!
 //! Each line holds the workload's `name`, its parameters (`op` and sizes, see
 //! [`workloads::Workload::describe`]) and `flops` (null for whole networks), then
@@ -98,8 +98,8 @@ fn parse_count(name: &str, text: &str) -> Result<usize, String> {
 }
 
 /// The backend `workload` runs on: the native one, or CUDA device 0 set up for
-/// it (TF32 as the workload asks, peak memory reset) and returned a second time
-/// for its memory statistics.
+/// it (TF32 as the workload asks) and returned a second time for its memory
+/// statistics (peak reset after the first call, see [`timing::first_call`]).
 fn backend(
     workload: &workloads::Workload,
     cuda: bool,
@@ -109,7 +109,6 @@ fn backend(
     }
     let c = verjus_cuda::cuda_backend(0)?;
     c.set_tf32(workload.tf32());
-    c.reset_peak_memory();
     Ok((c.clone(), Some(c)))
 }
 
@@ -132,6 +131,13 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
         }
     };
     let result = workload.prepare(be.clone()).and_then(|mut f| {
+        if cuda.is_some() {
+            timing::first_call(&*be, &mut f, || {
+                if let Some(c) = &cuda {
+                    c.reset_peak_memory();
+                }
+            })?;
+        }
         if workload.once() {
             timing::once(&*be, &mut f)
         } else {

@@ -9,7 +9,7 @@
 //!
 //! The protocol, one JSON object per line on stdout: first the workload's
 //! description with `calls_per_sample` (after the warm-up; on a GPU also
-//! `device` and the warm-up's `peak_bytes`), or with `error` /
+//! `device` and the `peak_bytes` of the warm-up after its first call), or with `error` /
 //! `skipped` and nothing more; then, for every line read from stdin, a
 //! warm-up and one sample `{"ms": per_call}` (or `{"error": ...}`, which ends
 //! the session); end of input ends it too. The line is the warm-up's length in
@@ -68,9 +68,14 @@ impl<R: BufRead, W: Write> Session<R, W> {
             merge(&mut line, json!({"skipped": reason}));
             return self.reply(&line);
         }
-        let prepared = workload
-            .prepare(be.clone())
-            .and_then(|mut f| Ok((timing::warm_up(&*be, &mut f, warmup)?, f)));
+        let prepared = workload.prepare(be.clone()).and_then(|mut f| {
+            timing::first_call(&*be, &mut f, || {
+                if let Some(c) = &cuda {
+                    c.reset_peak_memory();
+                }
+            })?;
+            Ok((timing::warm_up(&*be, &mut f, warmup)?, f))
+        });
         let (calls, mut f) = match prepared {
             Ok(ready) => ready,
             Err(e) => {

@@ -21,6 +21,21 @@ pub struct Timing {
 
 /// Runs `f` `warmup` times (at least once) and returns how many calls make
 /// one sample of at least [`MIN_SAMPLE`].
+/// One call of `f`, waited for, then `after`. The GPU runs reset their peak
+/// memory in `after`, so that the peak they report is a step's in steady state,
+/// as PyTorch's side measures it (one step, reset, one step): without the first
+/// call's one-time cuDNN algorithm searches and buffer growth.
+pub fn first_call(
+    be: &dyn Backend,
+    f: &mut dyn FnMut() -> Result<()>,
+    after: impl FnOnce(),
+) -> Result<()> {
+    f()?;
+    be.synchronize()?;
+    after();
+    Ok(())
+}
+
 pub fn warm_up(
     be: &dyn Backend,
     f: &mut dyn FnMut() -> Result<()>,

@@ -131,6 +131,7 @@ macro_rules! __conformance_list {
             lstm_cell => $crate::checks::lstm_cell,
             lstm_cell_backward => $crate::checks::lstm_cell_backward,
             lstm_lengths_equal_sequences_alone => $crate::checks::lstm_lengths_equal_sequences_alone,
+            lstm_backward_twice => $crate::checks::lstm_backward_twice,
             attention => $crate::checks::attention,
             attention_backward => $crate::checks::attention_backward,
             gradcheck_unary => $crate::gradcheck::unary,

@@ -339,15 +339,18 @@ fn backward_plan(
         plan.output_shape()
     };
     check_shape(op, what, out, &out_shape)?;
-    let reserve_shape = Shape::new([be.lstm_reserve_len(&plan)?])?;
-    check_shape(op, "reserve", reserve, &reserve_shape)?;
     if step && dout.dh_n.is_some() {
         return Err(Error::invalid(
             op,
             "a cell step's h gradient is dy; pass no dh_n",
         ));
     }
+    // The gradients before the reserve: a backend's reserve size can follow
+    // from the operands (cuDNN's weight space has the biases or not), and a
+    // gradient asked for that the operands do not have is the error to name.
     check_grads(op, be, &plan, args, dout, grads, step)?;
+    let reserve_shape = Shape::new([be.lstm_reserve_len(&plan)?])?;
+    check_shape(op, "reserve", reserve, &reserve_shape)?;
     Ok(plan)
 }
 

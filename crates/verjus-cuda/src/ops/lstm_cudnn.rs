@@ -17,10 +17,11 @@
 //!   input matrix;
 //! - no frame at all: done without cuDNN ([`super::lstm`]).
 //!
-//! The backward hands the reserve's cuDNN part to cuDNN as input and output
-//! (its API takes the reserve space so, for intermediate gradients), although
-//! the op receives the reserve as `&Tensor`: cuDNN keeps the forward's
-//! results there, which is what lets PyTorch backpropagate a cuDNN RNN twice.
+//! The backward hands cuDNN a copy of the reserve: cuDNN's backward data
+//! writes intermediate gradients into its reserve space (input and output in
+//! its API), so a second backward from the same forward (`rf.gradient` twice,
+//! or a retained graph) on the reserve itself got wrong gradients, seen on an
+//! H100. The copy is one device-to-device copy of the reserve per backward.
 
 use super::lstm::{carry, no_frames_backward, opt, GradPtrs};
 use super::memory::{copy_bytes, fill_f32, zero_bytes};
@@ -302,7 +303,9 @@ pub(super) fn backward(
         dhx: g.dh0,
         dcx: g.dc0,
     };
-    let base = ptr(op, reserve)?;
+    let bytes = space.reserve.f32_len() * 4;
+    let base = temp(bytes)?;
+    copy_bytes(be, op, base, ptr(op, reserve)?, bytes)?;
     be.cudnn
         .lstm_backward(op, &key, &lengths, &space.reserve, &t, base, dweights)?;
     if let Some(dw) = dweights {
