@@ -227,7 +227,7 @@ def test_default_device() -> None:
             missing = r"cuda:0: no NVIDIA driver is installed"
         with pytest.raises(RuntimeError, match=missing):
             rf.set_default_device("cuda")
-    assert rf.get_default_device() == "cpu"
+    assert rf.get_default_device() == session
     with pytest.raises(ValueError, match="unknown device"):
         rf.set_default_device("tpu")
     rf.set_default_device("cpu")

@@ -8,7 +8,7 @@
 //! `raw::convolve`.
 
 use super::algo::{self, Direction};
-use super::desc::{conv_key, BiasDescs, ConvDescs};
+use super::desc::{conv_key, ConvDescs};
 use super::{cached, raw, Cudnn, State};
 use cudarc::driver::sys::CUdeviceptr;
 use verjus_core::ops::Conv2dPlan;
@@ -71,19 +71,5 @@ impl Cudnn {
         let ws = workspace.get(op, choice.bytes)?;
         descs.conv.set_math(choice.math).map_err(&fail)?;
         raw::convolve(handle, descs, choice.algo, t, ws).map_err(&fail)
-    }
-
-    /// `db[c] = sum of dy[:, c, :, :]` for `dy [n, c, h, w]`.
-    pub fn conv_backward_bias(
-        &self,
-        dims: [usize; 4],
-        dy: CUdeviceptr,
-        db: CUdeviceptr,
-    ) -> Result<()> {
-        let op = "conv2d_backward_bias";
-        let mut guard = self.lock();
-        let State { handle, bias, .. } = &mut *guard;
-        let d = cached(bias, dims, || BiasDescs::new(&self.gpu, op, dims))?;
-        raw::backward_bias(handle, &d.dy, dy, &d.db, db).map_err(self.failed(op))
     }
 }

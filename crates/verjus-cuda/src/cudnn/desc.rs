@@ -139,24 +139,6 @@ impl PoolDescs {
     }
 }
 
-/// The `[n, c, h, w]` gradient and `[1, c, 1, 1]` bias descriptors of a bias gradient.
-#[derive(Debug)]
-pub(super) struct BiasDescs {
-    pub dy: TensorDesc,
-    pub db: TensorDesc,
-}
-
-impl BiasDescs {
-    pub fn new(gpu: &Gpu, op: &str, dims: [usize; 4]) -> Result<Self> {
-        let i = Ints { gpu, op };
-        let fail = i.failed();
-        Ok(BiasDescs {
-            dy: TensorDesc::nchw(i.of(dims)?).map_err(&fail)?,
-            db: TensorDesc::nchw(i.of([1, dims[1], 1, 1])?).map_err(&fail)?,
-        })
-    }
-}
-
 /// The descriptors of one LSTM shape, kept between calls: the RNN's (which
 /// refers to the dropout descriptor, so it is dropped first) and the size of
 /// its weight space.

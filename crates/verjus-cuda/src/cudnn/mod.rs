@@ -35,7 +35,7 @@ pub(crate) use rnn_layout::{LstmKey, Param, SeqLengths, WeightLayout};
 
 use crate::alloc::Allocator;
 use crate::device::Gpu;
-use desc::{BiasDescs, ConvDescs, ConvKey, PoolDescs, PoolKey};
+use desc::{ConvDescs, ConvKey, PoolDescs, PoolKey};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -50,8 +50,6 @@ struct State {
     convs: HashMap<ConvKey, ConvDescs>,
     algos: algo::AlgoCache,
     pools: HashMap<PoolKey, PoolDescs>,
-    /// Bias-gradient descriptors by `dy`'s `[n, c, h, w]`.
-    bias: HashMap<[usize; 4], BiasDescs>,
     lstms: HashMap<rnn_layout::LstmKey, rnn::Lstm>,
     workspace: Workspace,
     handle: raw::Handle,
@@ -74,7 +72,6 @@ impl Cudnn {
                 convs: HashMap::new(),
                 algos: algo::AlgoCache::default(),
                 pools: HashMap::new(),
-                bias: HashMap::new(),
                 lstms: HashMap::new(),
                 workspace: Workspace::new(alloc),
                 handle,

@@ -365,28 +365,6 @@ conv_calls! {
         cudnnConvolutionBwdFilterAlgoPerf_t, [x, y -> w];
 }
 
-/// `db = sum of dy` over every axis but the channels (`db`'s descriptor is `[1, c, 1, 1]`).
-pub(super) fn backward_bias(
-    h: &Handle,
-    dy_desc: &TensorDesc,
-    dy: CUdeviceptr,
-    db_desc: &TensorDesc,
-    db: CUdeviceptr,
-) -> Result<(), Failure> {
-    // SAFETY: see the module doc.
-    check("cudnnConvolutionBackwardBias", unsafe {
-        dnn::cudnnConvolutionBackwardBias(
-            h.0,
-            scale(&ONE),
-            dy_desc.0,
-            input(dy),
-            scale(&ZERO),
-            db_desc.0,
-            out(db),
-        )
-    })
-}
-
 /// `y = pool(x)`.
 pub(super) fn pool_forward(
     h: &Handle,

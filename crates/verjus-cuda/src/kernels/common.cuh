@@ -10,6 +10,12 @@ typedef unsigned int u32;
 
 #define VJ_MAX_RANK 12
 
+// Whether 32-bit indices cover `n` elements and a grid-stride step past them
+// (at most 2^24 threads in any grid the host launches) without overflow.
+__device__ __forceinline__ bool fits_i32(i64 n) {
+    return n < (1LL << 31) - (1LL << 24);
+}
+
 #define GRID_STRIDE(i, n) \
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)
 
