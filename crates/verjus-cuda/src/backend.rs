@@ -14,9 +14,10 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use verjus_core::ops::{
-    AdamHyper, AxisPlan, BinaryPlan, ConcatPlan, Conv2dPlan, CrossEntropyPlan, Distribution,
-    DropoutPlan, GemmPlan, IndexPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Storage, Tensor};
 
@@ -405,5 +406,25 @@ impl Backend for CudaBackend {
         grads: LstmGrads<'_>,
     ) -> Result<()> {
         ops::lstm::cell_backward(self, plan, args, reserve, dout, grads)
+    }
+    fn attention(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &mut Tensor,
+        lse: &mut Tensor,
+    ) -> Result<()> {
+        ops::attention::forward(self, plan, args, out, lse)
+    }
+    fn attention_backward(
+        &self,
+        plan: &AttentionPlan,
+        args: &AttentionArgs<'_>,
+        out: &Tensor,
+        lse: &Tensor,
+        dout: &Tensor,
+        grads: AttentionGrads<'_>,
+    ) -> Result<()> {
+        ops::attention::backward(self, plan, args, out, lse, dout, grads)
     }
 }

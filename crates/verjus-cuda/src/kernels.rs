@@ -48,6 +48,7 @@ macro_rules! modules {
 }
 
 modules! {
+    Attention => "attention",
     Concat => "concat",
     Conv => "conv",
     Ctc => "ctc",

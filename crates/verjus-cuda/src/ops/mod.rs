@@ -3,6 +3,8 @@
 //! into device addresses and issues library calls or kernel launches on the
 //! device's stream without waiting (except where noted).
 
+pub(crate) mod attention;
+mod attention_gemm;
 pub(crate) mod concat;
 pub(crate) mod conv;
 pub(crate) mod ctc;
