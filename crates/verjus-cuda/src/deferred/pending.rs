@@ -171,9 +171,10 @@ mod tests {
     }
 
     #[test]
-    fn the_first_failure_wins() {
-        // The commit kernel keeps the first failed check's record; whichever
-        // check the record names is the one reported.
+    fn the_check_the_record_names_is_reported() {
+        // The commit kernel keeps the first failed check (the conformance
+        // check `errors_out_of_range_indices` makes two bad calls before a
+        // read on the GPU); the host reports whichever check the record names.
         let mut p = Pending::default();
         let first = p.push(Check {
             op: "index_add",
