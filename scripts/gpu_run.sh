@@ -73,7 +73,7 @@ print("verjus.cuda: devices", verjus.cuda.device_count(), verjus.devices())
 '
     echo "==> the Python package on the GPU"
     part pytest-gpu 300 env PYTHONPATH="$SITE" VERJUS_TEST_DEVICE=cuda "$PY" -m pytest -q \
-        -p no:cacheprovider tests/test_gpu.py tests/test_device.py tests/test_rf_*.py
+        -p no:cacheprovider -rs tests/test_gpu.py tests/test_device.py tests/test_rf_*.py
     part train-cnn-cuda 300 env PYTHONPATH="$SITE" "$PY" -m verjus train examples/nets/fashion_cnn.json \
         --device cuda --epochs 3 --out "$(mktemp -d)/run"
     echo "--- train-cnn-cpu (the same run on the CPU)"

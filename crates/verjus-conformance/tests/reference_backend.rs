@@ -13,7 +13,7 @@ mod ctc;
 #[path = "reference_backend/lstm.rs"]
 mod lstm;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use verjus_conformance::array::Array;
 use verjus_conformance::reference as r;
 use verjus_conformance::{checks, errors, gradcheck, proptests};
@@ -58,16 +58,35 @@ enum Bug {
     AttentionIgnoresLengths,
     /// The CTC loss runs every entry over all `T` frames.
     CtcIgnoresInputLengths,
+    /// A deferred range error is dropped instead of reported at the next read.
+    DeferredErrorLost,
+    /// Of two deferred range errors, the later one is reported.
+    DeferredLastErrorWins,
 }
 
 /// The reference implementations behind the `Backend` trait, on host memory.
 #[derive(Debug)]
 struct ReferenceBackend {
     bug: Option<Bug>,
+    /// `Some` when out-of-range indices and labels are not errors of the op
+    /// but kept here (the first) and reported at the next download or
+    /// synchronize, as a GPU backend that checks on the device may do.
+    deferred: Option<Mutex<Option<Error>>>,
 }
 
 fn backend(bug: Option<Bug>) -> BackendRef {
-    Arc::new(ReferenceBackend { bug })
+    Arc::new(ReferenceBackend {
+        bug,
+        deferred: None,
+    })
+}
+
+/// The reference backend reporting range errors at the next read.
+fn deferring_backend(bug: Option<Bug>) -> BackendRef {
+    Arc::new(ReferenceBackend {
+        bug,
+        deferred: Some(Mutex::new(None)),
+    })
 }
 
 fn array(t: &Tensor) -> Result<Array> {
@@ -117,6 +136,38 @@ impl ReferenceBackend {
     fn has(&self, bug: Bug) -> bool {
         self.bug == Some(bug)
     }
+
+    /// [`checked_indices`]; when deferring, an error is kept for the next read
+    /// and `None` tells the op to skip its work.
+    fn range_checked(&self, op: &str, t: &Tensor, len: usize) -> Result<Option<Vec<i64>>> {
+        match (checked_indices(op, t, len), &self.deferred) {
+            (Ok(v), _) => Ok(Some(v)),
+            (Err(e), None) => Err(e),
+            (Err(e), Some(kept)) => {
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                let keep = if self.has(Bug::DeferredLastErrorWins) {
+                    true
+                } else {
+                    kept.is_none() && !self.has(Bug::DeferredErrorLost)
+                };
+                if keep {
+                    *kept = Some(e);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The kept range error, if any (taken: reported once).
+    fn report(&self) -> Result<()> {
+        let Some(kept) = &self.deferred else {
+            return Ok(());
+        };
+        match kept.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Backend for ReferenceBackend {
@@ -132,7 +183,11 @@ impl Backend for ReferenceBackend {
     fn upload(&self, host: &Tensor) -> Result<Tensor> {
         host.try_clone_host()
     }
+    fn synchronize(&self) -> Result<()> {
+        self.report()
+    }
     fn download(&self, t: &Tensor) -> Result<Tensor> {
+        self.report()?;
         t.try_clone_host()
     }
     fn copy(&self, src: &Tensor, dst: &mut Tensor) -> Result<()> {
@@ -360,7 +415,10 @@ impl Backend for ReferenceBackend {
                 .map(|v| v.clamp(0, (len - 1).max(0)))
                 .collect()
         } else {
-            checked_indices("index_select", indices, plan.len)?
+            match self.range_checked("index_select", indices, plan.len)? {
+                Some(idx) => idx,
+                None => return Ok(()),
+            }
         };
         store(y, &r::index::index_select(&array(x)?, plan.axis, &idx).data)
     }
@@ -371,7 +429,9 @@ impl Backend for ReferenceBackend {
         indices: &Tensor,
         dst: &mut Tensor,
     ) -> Result<()> {
-        let idx = checked_indices("index_add", indices, plan.len)?;
+        let Some(idx) = self.range_checked("index_add", indices, plan.len)? else {
+            return Ok(());
+        };
         let out = r::index::index_add(&array(dst)?, &array(src)?, plan.axis, &idx);
         store(dst, &out.data)
     }
@@ -457,7 +517,10 @@ impl Backend for ReferenceBackend {
         losses: &mut Tensor,
         dlogits: Option<&mut Tensor>,
     ) -> Result<()> {
-        let labels = checked_indices("softmax_cross_entropy", labels, plan.classes)?;
+        let Some(labels) = self.range_checked("softmax_cross_entropy", labels, plan.classes)?
+        else {
+            return Ok(());
+        };
         let (l, g) =
             r::loss::softmax_cross_entropy(&array(logits)?, &labels, plan.smoothing, grad_scale);
         store(losses, &l)?;
@@ -623,6 +686,29 @@ fn dropout_check_catches_an_ignored_offset() {
 #[test]
 fn index_error_check_catches_clamping() {
     catches(Bug::IndexSelectClamps, errors::out_of_range_indices);
+}
+
+#[test]
+fn index_error_check_accepts_an_error_reported_at_the_next_read() {
+    let be = deferring_backend(None);
+    assert_eq!(errors::out_of_range_indices(&*be), Ok(()));
+    // Not at the call itself: the deferral really is exercised.
+    let x = Tensor::from_vec([4, 3], vec![0f32; 12]).unwrap();
+    let idx = Tensor::from_vec([2], vec![0i64, 9]).unwrap();
+    let mut y = Tensor::from_vec([2, 3], vec![0f32; 6]).unwrap();
+    verjus_core::ops::index_select(&*be, &x, 0, &idx, &mut y).unwrap();
+    let e = be.synchronize().unwrap_err().to_string();
+    assert!(e.contains("index_select") && e.contains('9'), "{e}");
+    be.synchronize().unwrap();
+}
+
+#[test]
+fn index_error_check_catches_a_deferred_error_lost_or_the_last_reported() {
+    for bug in [Bug::DeferredErrorLost, Bug::DeferredLastErrorWins] {
+        let err = errors::out_of_range_indices(&*deferring_backend(Some(bug)))
+            .expect_err(&format!("{bug:?} went unnoticed"));
+        assert!(err.contains("case(s) failed"), "{bug:?}: {err}");
+    }
 }
 
 #[test]

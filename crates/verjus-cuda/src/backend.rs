@@ -4,6 +4,7 @@
 use crate::alloc::{Allocator, Block, MemoryStats};
 use crate::blas::Blas;
 use crate::cudnn::Cudnn;
+use crate::deferred::Deferred;
 use crate::device::Gpu;
 use crate::kernels::{Kernels, Module};
 use crate::launch;
@@ -32,6 +33,8 @@ pub struct CudaBackend {
     pub(crate) kernels: Kernels,
     pub(crate) blas: Blas,
     pub(crate) cudnn: Cudnn,
+    /// The deferred range checks of indices and labels.
+    pub(crate) deferred: Deferred,
     tf32: AtomicBool,
 }
 
@@ -41,8 +44,11 @@ impl CudaBackend {
         let gpu = Arc::new(Gpu::open(ordinal)?);
         let alloc = Allocator::new(Arc::clone(&gpu));
         let tf32 = std::env::var("VERJUS_CUDA_TF32").is_ok_and(|v| v == "1");
+        let staging = Staging::new(Arc::clone(&gpu));
+        let record = alloc.alloc("open", Deferred::BYTES)?;
         Ok(CudaBackend {
-            staging: Staging::new(Arc::clone(&gpu)),
+            deferred: Deferred::new("open", record, &staging)?,
+            staging,
             kernels: Kernels::new(Arc::clone(&gpu)),
             blas: Blas::new(Arc::clone(&gpu))?,
             cudnn: Cudnn::new(Arc::clone(&gpu), Arc::clone(&alloc))?,
@@ -90,6 +96,14 @@ impl CudaBackend {
     /// Binds the context for an op.
     pub(crate) fn enter(&self, op: &str) -> Result<()> {
         self.gpu.bind(op)
+    }
+
+    /// `dst = src[..dst.len()]` (bytes) after all queued work (waits), then
+    /// the report of a failed deferred range check, if any: every read of
+    /// values from the GPU goes through here.
+    pub(crate) fn read_back(&self, op: &str, src: u64, dst: &mut [u8]) -> Result<()> {
+        self.staging.download(op, src, dst)?;
+        self.deferred.settle(&self.staging, op)
     }
 
     /// Uninitialised device memory for temporaries.
@@ -166,7 +180,8 @@ impl Backend for CudaBackend {
     }
     fn synchronize(&self) -> Result<()> {
         self.enter("synchronize")?;
-        self.gpu.sync("synchronize")
+        self.gpu.sync("synchronize")?;
+        self.deferred.settle(&self.staging, "synchronize")
     }
     fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
         ops::memory::alloc_zeroed(self, shape, dtype)

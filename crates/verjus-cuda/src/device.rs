@@ -3,7 +3,7 @@
 //!
 //! Everything runs on a single non-blocking stream per device, so ops execute in
 //! the order they are issued and the host never waits, except where it reads a
-//! value (downloads, index checks, `synchronize`). Because the stream orders all
+//! value (downloads, `synchronize`, sequence lengths). Because the stream orders all
 //! work, memory freed to the caching allocator can be handed to the next op at
 //! once: any later use of it is queued behind every earlier use.
 //!

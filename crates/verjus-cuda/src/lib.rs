@@ -14,10 +14,12 @@
 //! letting a missing library panic (`probe.rs`).
 //!
 //! **No per-step waste.** One stream per device with asynchronous launches; the
-//! host waits only when it reads values (downloads, index checks,
-//! `synchronize`); a caching allocator (`alloc.rs`) so a training step does not
-//! call `cuMemAlloc`; uploads through pinned staging memory (`staging.rs`);
-//! cuDNN algorithms and descriptors chosen once per shape (`cudnn/`).
+//! host waits only when it reads values (downloads, `synchronize`, sequence
+//! lengths); indices and labels are range-checked on the device and a bad one
+//! is reported at the next such read (`deferred/`); a caching allocator
+//! (`alloc.rs`) so a training step does not call `cuMemAlloc`; uploads
+//! through pinned staging memory (`staging.rs`); cuDNN algorithms and
+//! descriptors chosen once per shape (`cudnn/`).
 //!
 //! **Same numbers.** Random fills and dropout port the Philox stream of
 //! `verjus_core::rng`, so a GPU draws the CPU's dropout mask; GEMM and
@@ -28,6 +30,7 @@ mod alloc;
 mod backend;
 mod blas;
 mod cudnn;
+mod deferred;
 mod device;
 mod elementwise_source;
 mod error;

@@ -5,7 +5,9 @@
 
 // losses[i] = -sum_c target[i, c] * log_softmax(logits[i])[c] with the smoothed
 // target (1 - s + s / classes on the label, s / classes elsewhere); dlogits (if
-// not null) = (softmax - target) * grad_scale. Labels were checked on the host side.
+// not null) = (softmax - target) * grad_scale. A label is only compared with
+// class numbers, so one out of range reads nothing out of bounds (the deferred
+// check of src/deferred/ reports it; the result is discarded).
 template <typename L>
 __device__ void cross_entropy(const float* logits, const L* labels, float* losses, float* dlogits, i64 n, i64 classes, float smoothing, float grad_scale, int per_block) {
     Team t = team(per_block);

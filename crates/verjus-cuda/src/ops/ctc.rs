@@ -78,7 +78,7 @@ pub(crate) fn ctc_loss(
 fn download_i32(be: &CudaBackend, t: &Tensor) -> Result<Vec<i32>> {
     let mut bytes = vec![0u8; 4 * t.numel()];
     if !bytes.is_empty() {
-        be.staging.download(OP, ptr(OP, t)?, &mut bytes)?;
+        be.read_back(OP, ptr(OP, t)?, &mut bytes)?;
     }
     Ok(bytes
         .chunks_exact(4)

@@ -1,13 +1,14 @@
-//! The fused softmax cross-entropy loss, after the device-side check that every
-//! label is a class.
+//! The fused softmax cross-entropy loss, after the deferred device-side check
+//! that every label is a class (`deferred/`: reported at the next read).
 
 use crate::backend::CudaBackend;
+use crate::deferred::Range;
 use crate::device::arg;
 use crate::kernels::Module;
 use crate::launch::block_per_row;
 use crate::storage::{ptr, ptr_mut};
 use verjus_core::ops::CrossEntropyPlan;
-use verjus_core::{DType, Error, Result, Tensor};
+use verjus_core::{DType, Result, Tensor};
 
 pub(crate) fn softmax_cross_entropy(
     be: &CudaBackend,
@@ -23,15 +24,8 @@ pub(crate) fn softmax_cross_entropy(
     if plan.n == 0 {
         return Ok(());
     }
-    if let Some((row, label)) = super::index::first_out_of_range(be, name, labels, plan.classes)? {
-        return Err(Error::invalid(
-            name,
-            format!(
-                "label {label} at row {row} is outside [0, {})",
-                plan.classes
-            ),
-        ));
-    }
+    be.deferred
+        .check(be, name, labels, Range::Classes(plan.classes))?;
     let kernel = match labels.dtype() {
         DType::I64 => "cross_entropy_i64",
         _ => "cross_entropy_i32",

@@ -45,7 +45,7 @@ fn read_lengths(
     let host = match lengths {
         Some(t) if plan.batch > 0 => {
             let mut bytes = vec![0u8; 4 * plan.batch];
-            be.staging.download(op, ptr(op, t)?, &mut bytes)?;
+            be.read_back(op, ptr(op, t)?, &mut bytes)?;
             let v: Vec<i32> = bytes
                 .chunks_exact(4)
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))

@@ -47,7 +47,7 @@ pub(crate) fn download(be: &CudaBackend, t: &Tensor) -> Result<Tensor> {
     let mut data = HostData::zeros(t.dtype(), t.numel())?;
     let dst = host_bytes_mut(&mut data);
     if !dst.is_empty() {
-        be.staging.download(op, ptr(op, t)?, dst)?;
+        be.read_back(op, ptr(op, t)?, dst)?;
     }
     Tensor::from_storage(t.shape().clone(), t.dtype(), Storage::Host(data))
 }
