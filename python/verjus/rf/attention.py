@@ -121,7 +121,12 @@ def _unfused(
                 f"dot_attention: causal_query_spatial_dim {causal!r} must be a query dim"
                 f" of the size of axis {axis!r}"
             )
-        visible = rf.range_over_dim(kv_dim) <= rf.range_over_dim(causal)
+        visible = rf.compare(
+            rf.range_over_dim(kv_dim),
+            "<=",
+            rf.range_over_dim(causal),
+            allow_broadcast_all_sources=True,
+        )
         energy = rf.where(visible, energy, float("-inf"))
     weights = rf.softmax(energy, axis=kv_dim)
     weights = rf.dropout(weights, drop, axis=kv_dim if broadcast else None)
