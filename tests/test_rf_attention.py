@@ -253,3 +253,97 @@ def test_bad_input() -> None:
     v_two = leaf(s.vv[..., None].repeat(2, -1), [*bd, s.keys, s.dv, rf.Dim(2, name="x")])
     with pytest.raises(Exception, match="cannot infer the value feature dim"):
         rf.dot_attention(q, k, v_two, key_dim=s.d, axis=s.keys)
+
+
+# Attention dropout (``att_dropout`` in training): the unfused path.
+
+
+def _no_dropout(source: rf.Tensor, drop_prob: float, **_kw: object) -> rf.Tensor:
+    return source
+
+
+@pytest.mark.parametrize("case", ["cross", "self", "causal"])
+def test_unfused_training_path_equals_fused(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the dropout itself made the identity, the unfused path (scores,
+    mask, softmax, sum by separate ops) gives the fused op's values and
+    gradients."""
+    s = Qkv(lens=[S, S, S]) if case == "causal" else Qkv()
+    kw: dict = {}
+    if case == "self":  # the query over the key axis: each frame attends over all
+        s.time = s.keys
+        s.qv, s.r = s.qv[:, :, :1].repeat(S, 2), s.r[:, :, :1].repeat(S, 2)
+        s.qv = rng(11).standard_normal(s.qv.shape).astype(np.float32)
+    if case == "causal":
+        s.keys = s.time = rf.Dim(S, name="t")
+        s.qv = rng(12).standard_normal((len(s.lens), H, S, D)).astype(np.float32)
+        s.r = rng(13).standard_normal((len(s.lens), H, S, DV)).astype(np.float32)
+        kw["causal_query_spatial_dim"] = s.time
+    fused, fused_grads = s.run(**kw)
+    monkeypatch.setattr(rf, "dropout", _no_dropout)
+    with rf.get_run_ctx().train_flag_ctx(True):
+        out, grads = s.run(att_dropout=0.5, **kw)
+    np.testing.assert_allclose(out, fused, **VALUE_TOL)
+    for mine, theirs, name in zip(grads, fused_grads, "qkv", strict=True):
+        np.testing.assert_allclose(mine, theirs, **GRAD_TOL, err_msg=name)
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_dropout_on_the_weights_by_hand(broadcast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights dropped in training are the masked softmax (checked against
+    numpy), dropped by a 0/1 mask scaled by 1 / (1 - p) (shared over all but the
+    key axis with ``att_dropout_broadcast``), and the output is their sum over
+    the values, for a fixed seed."""
+    real, seen = rf.dropout, []
+
+    def spy(source: rf.Tensor, drop_prob: float, **kw: object) -> rf.Tensor:
+        out = real(source, drop_prob, **kw)
+        seen.append((source, out))
+        return out
+
+    monkeypatch.setattr(rf, "dropout", spy)
+    s, p = Qkv(), 0.5
+    rf.set_random_seed(7)
+    with rf.get_run_ctx().train_flag_ctx(True):
+        out, grads = s.run(att_dropout=p, att_dropout_broadcast=broadcast)
+    (w_in, w_out), order = seen[0], [rf.batch_dim, s.heads, s.time, s.keys]
+    w_in, w_out = (t.copy_transpose(order).numpy() for t in (w_in, w_out))
+    valid = np.arange(max(s.lens))[None, :] < np.array(s.lens)[:, None]  # [B, S]
+    energy = np.einsum("bhtd,bhsd->bhts", s.qv, s.kv) / np.sqrt(D)
+    energy = np.where(valid[:, None, None, :], energy, -np.inf)
+    ref = np.exp(energy - energy.max(-1, keepdims=True))
+    ref /= ref.sum(-1, keepdims=True)
+    np.testing.assert_allclose(w_in, ref, **VALUE_TOL)
+    with np.errstate(invalid="ignore"):  # 0 / 0 at padded keys, left out below
+        kept = w_out / (w_in / (1 - p))
+    kept_valid = kept[np.broadcast_to(valid[:, None, None, :], kept.shape)]
+    np.testing.assert_allclose(kept_valid, np.round(kept_valid), atol=1e-5)
+    assert 0.3 < kept_valid.mean() < 0.7
+    if broadcast:  # one mask over the keys, shared by all batch entries, heads and queries
+        for b, n in enumerate(s.lens):
+            shared = np.broadcast_to(kept[0, 0, 0, :n], kept[b, :, :, :n].shape)
+            np.testing.assert_allclose(kept[b, :, :, :n], shared, atol=1e-5)
+    else:
+        assert not np.allclose(kept[:, :, :1], kept)
+    np.testing.assert_allclose(out, np.einsum("bhts,bhsv->bhtv", w_out, s.vv), **VALUE_TOL)
+    np.testing.assert_allclose(grads[2], np.einsum("bhts,bhtv->bhsv", w_out, s.r), **GRAD_TOL)
+
+
+def test_dropout_is_unbiased_and_off_outside_training() -> None:
+    """The mean over many training runs approaches the output without dropout;
+    outside training ``att_dropout`` changes nothing."""
+    rf.set_random_seed(8)
+    att = _self_att(rf.SelfAttention, rf.Dim(5, name="in"))
+    att.att_dropout = 0.3
+    time = rf.Dim(4, name="time")
+    x = rf.convert_to_tensor(
+        rng(9).standard_normal((2, 4, 5)).astype(np.float32), dims=[rf.batch_dim, time, att.in_dim]
+    )
+    order = [rf.batch_dim, time, att.out_dim]
+    plain = att(x, axis=time).copy_transpose(order).numpy()
+    att.att_dropout = 0.0
+    np.testing.assert_array_equal(att(x, axis=time).copy_transpose(order).numpy(), plain)
+    att.att_dropout = 0.3
+    with rf.get_run_ctx().train_flag_ctx(True):
+        runs = [att(x, axis=time).copy_transpose(order).numpy() for _ in range(400)]
+    assert not np.allclose(runs[0], plain)
+    np.testing.assert_allclose(np.mean(runs, axis=0), plain, atol=0.08)

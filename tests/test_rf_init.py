@@ -157,5 +157,9 @@ def test_module_defaults_follow_returnn() -> None:
     ids = rf.convert_to_tensor([1, 2], dims=[rf.batch_dim], sparse_dim=o)
     with pytest.raises(ValueError, match="expected in_dim vocab"):
         emb(ids)
-    with pytest.raises(ValueError, match="same dim out"):
-        rf.Linear(o, o)
+    # A square map (in_dim == out_dim, as RETURNN allows): the output is over o again.
+    square = rf.Linear(o, o)
+    xs = np.random.default_rng(0).standard_normal((2, 70)).astype(np.float32)
+    ys = square(rf.convert_to_tensor(xs, dims=[rf.batch_dim, o]))
+    assert ys.dims == (rf.batch_dim, o)
+    np.testing.assert_allclose(ys.numpy(), xs @ square.weight.numpy(), rtol=1e-5, atol=1e-5)

@@ -606,6 +606,18 @@ class Dim:
 
         :rtype: bool
         """
+    def __copy__(self) -> Dim:
+        """A dim is its own copy (as in RETURNN: a deep copy of a module keeps
+        its dims, so the copy's parameters have the same dims).
+
+        :rtype: Dim
+        """
+    def __deepcopy__(self, memo: dict) -> Dim:
+        """See ``__copy__``.
+
+        :param dict memo: unused
+        :rtype: Dim
+        """
     def sub_right(self, n: int) -> Dim:
         """``self - n``, the right end shortened (RETURNN's ``sub_right``).
 

@@ -31,7 +31,14 @@ Written in Python, on top of them:
   (``verjus.rf.dropout``); ``gating``, ``glu``, ``swish``
   (``verjus.rf.gating``); ``scaled_gradient`` (``verjus.rf.gradient``);
   ``sinusoidal_positional_encoding``, ``relative_positional_encoding``
-  (``verjus.rf.positional_encoding``);
+  (``verjus.rf.positional_encoding``); ``RelPosSelfAttention``,
+  ``LearnedRelativePositionalEncoding`` (``verjus.rf.rel_pos_attention``);
+  ``replace_dim`` (``verjus.rf.replace_dim``); ``build_from_dict``;
+  ``dropout_broadcast_default``; ``make_conv_out_spatial_dims``;
+- ``rf.encoder.conformer``: ``ConformerEncoder``, ``ConformerEncoderLayer``,
+  ``ConformerConvSubsample``, ``ConformerConvBlock``,
+  ``ConformerPositionwiseFeedForward`` (RETURNN's options and parameter
+  names; ``rf.encoder.base`` has the encoder interfaces);
 - ``Module``, ``Functional``, ``Linear``, ``Embedding``
   (``verjus.rf.module``; ``named_parameters``, ``parameters``,
   ``named_modules``, ``modules``, ``children``, ``apply`` as in RETURNN);
@@ -98,18 +105,20 @@ from verjus.rf.attention import (
     SelfAttentionBase,
     dot_attention,
 )
+from verjus.rf.build_from_dict import build_from_dict
 from verjus.rf.container import ModuleList, ParameterList, Sequential, sequential
 from verjus.rf.conv import (
     Conv1d,
     Conv2d,
     conv,
+    make_conv_out_spatial_dims,
     max_pool,
     max_pool1d,
     pool,
     pool1d,
     pool2d,
 )
-from verjus.rf.dropout import Dropout
+from verjus.rf.dropout import Dropout, dropout_broadcast_default
 from verjus.rf.gating import gating, glu, swish
 from verjus.rf.gradient import scaled_gradient
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
@@ -145,6 +154,8 @@ from verjus.rf.positional_encoding import (
     sinusoidal_positional_encoding,
 )
 from verjus.rf.rec import LSTM, LstmState, State
+from verjus.rf.rel_pos_attention import LearnedRelativePositionalEncoding, RelPosSelfAttention
+from verjus.rf.replace_dim import replace_dim
 from verjus.rf.run_ctx import (
     RunCtx,
     get_run_ctx,
@@ -319,6 +330,18 @@ def dropout(
     return _verjus.rf_dropout(source, drop_prob, axis, train)
 
 
+# Relative-position attention, the Conformer and what it builds on
+# (verjus.rf.rel_pos_attention, verjus.rf.encoder, verjus.rf.build_from_dict).
+__all__ += [
+    "LearnedRelativePositionalEncoding",
+    "RelPosSelfAttention",
+    "build_from_dict",
+    "dropout_broadcast_default",
+    "encoder",
+    "make_conv_out_spatial_dims",
+    "replace_dim",
+]
+
 # Label smoothing and search (verjus.rf.label_smoothing, verjus.rf.search).
 __all__ += [
     "ctc_greedy_decode",
@@ -328,3 +351,6 @@ __all__ += [
     "smooth_one_hot",
     "top_k",
 ]
+
+# Last: the encoders use the names above at import time (``rf.swish``, ``rf.LayerNorm``).
+from verjus.rf import encoder  # noqa: E402

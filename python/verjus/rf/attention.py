@@ -8,7 +8,9 @@ The attention itself is one fused native op (``verjus._verjus.
 rf_fused_dot_attention``: scores, key mask, softmax and weighted sum, whose
 backward recomputes the weights), so no score tensor is a frontend tensor. Only
 dropout on the weights (``att_dropout`` while training) needs the weights
-themselves: then the scores, softmax, dropout and sum run as separate rf ops.
+themselves: then the scores, (causal) mask, softmax, dropout and sum run as
+separate rf ops, as RETURNN's generic backend does (self-attention moves the
+keys to their own dim of the same lengths, ``rf.replace_dim``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf.module import Linear, Module
 from verjus.rf.rec import State
+from verjus.rf.replace_dim import replace_dim
 from verjus.rf.run_ctx import get_run_ctx
 
 __all__ = [
@@ -64,8 +67,17 @@ def dot_attention(
     :return: like ``values`` without ``axis``, with the query's other dims
     """
     if att_dropout and get_run_ctx().train_flag:
+        broadcast = bool(att_dropout_broadcast)
         return _unfused(
-            query, keys, values, key_dim, axis, att_dropout, bool(att_dropout_broadcast), scale
+            query,
+            keys,
+            values,
+            key_dim,
+            axis,
+            att_dropout,
+            broadcast,
+            scale,
+            causal_query_spatial_dim,
         )
     return _verjus.rf_fused_dot_attention(
         query,
@@ -87,21 +99,38 @@ def _unfused(
     drop: float,
     broadcast: bool,
     scale: float | None,
+    causal: Dim | None,
 ) -> Tensor:
-    """The same with dropout on the weights, by separate ops."""
+    """The same with dropout on the weights, by separate ops (RETURNN's generic
+    ``scaled_dot_product_attention``): with ``axis`` in the query
+    (self-attention), the keys and values move to their own dim of the same
+    lengths; a causal query dim masks keys after each query position."""
     from verjus import rf
 
     if axis in query.dims:
-        raise NotImplementedError(
-            "dot_attention: att_dropout in training with the attention axis in the query"
-            f" (self-attention over {axis!r}) is not supported yet; use att_dropout=0.0"
-        )
+        keys, kv_dim = replace_dim(keys, in_dim=axis)
+        values, _ = replace_dim(values, in_dim=axis, out_dim=kv_dim)
+    else:
+        kv_dim = axis
     if scale is None:
         scale = key_dim.dimension**-0.5
-    energy = rf.matmul(query, keys, reduce=key_dim) * scale
-    weights = rf.softmax(energy, axis=axis)
-    weights = rf.dropout(weights, drop, axis=axis if broadcast else None)
-    return rf.matmul(weights, values, reduce=axis)
+    energy = rf.matmul(query * scale, keys, reduce=key_dim)
+    if causal is not None:
+        if causal not in query.dims or causal.size != axis.size:
+            raise ValueError(
+                f"dot_attention: causal_query_spatial_dim {causal!r} must be a query dim"
+                f" of the size of axis {axis!r}"
+            )
+        visible = rf.compare(
+            rf.range_over_dim(kv_dim),
+            "<=",
+            rf.range_over_dim(causal),
+            allow_broadcast_all_sources=True,
+        )
+        energy = rf.where(visible, energy, float("-inf"))
+    weights = rf.softmax(energy, axis=kv_dim)
+    weights = rf.dropout(weights, drop, axis=kv_dim if broadcast else None)
+    return rf.matmul(weights, values, reduce=kv_dim, use_mask=False)
 
 
 class SelfAttentionBase(Module):

@@ -1,6 +1,6 @@
 """Convolution and pooling after RETURNN's ``returnn.frontend.conv``: ``conv``,
-``pool`` (``max_pool``, ``max_pool1d``, ``pool1d``, ``pool2d``) and the modules
-``Conv1d`` / ``Conv2d``.
+``pool`` (``max_pool``, ``max_pool1d``, ``pool1d``, ``pool2d``), the modules
+``Conv1d`` / ``Conv2d`` and ``make_conv_out_spatial_dims``.
 
 The work happens in Rust (``crates/verjus-rf``: ``conv.rs``, ``pool.rs``,
 ``window.rs``); this only turns RETURNN's int-or-sequence arguments into one
@@ -207,6 +207,51 @@ def pool2d(
         in_spatial_dims=in_spatial_dims,
         out_spatial_dims=out_spatial_dims,
     )
+
+
+def make_conv_out_spatial_dims(
+    in_spatial_dims: Sequence[Dim],
+    *,
+    filter_size: int | Dim | Sequence[int | Dim],
+    padding: str,
+    strides: int | Sequence[int] = 1,
+    dilation_rate: int | Sequence[int] = 1,
+) -> list[Dim]:
+    """The out spatial dims a convolution (or pooling) with these options gives
+    for ``in_spatial_dims``, as RETURNN's ``rf.make_conv_out_spatial_dims``:
+    ``"same"`` ``ceil(n / stride)``, ``"valid"`` ``ceil((n - dilation * (filter
+    - 1)) / stride)``; a dynamic dim gives a dynamic dim of those lengths.
+
+    :param in_spatial_dims: the input's spatial dims
+    :param filter_size: per spatial dim (or one for all)
+    :param padding: ``"same"`` or ``"valid"``
+    :param strides: per spatial dim (or one for all)
+    :param dilation_rate: per spatial dim (or one for all)
+    :return: one out dim per input dim (an input dim itself where nothing changes)
+    """
+    nd = len(in_spatial_dims)
+    sizes = [filter_size] * nd if isinstance(filter_size, int | Dim) else list(filter_size)
+    sizes = [f.dimension if isinstance(f, Dim) else f for f in sizes]
+    strides_ = _per_dim("strides", strides, nd, 1)
+    dilations = _per_dim("dilation_rate", dilation_rate, nd, 1)
+    if len(sizes) != nd:
+        raise ValueError(f"filter_size {sizes} needs one entry per spatial dim ({nd})")
+    if padding not in ("same", "valid"):
+        raise ValueError(
+            f"make_conv_out_spatial_dims: padding must be 'same' or 'valid', got {padding!r}"
+        )
+    out = []
+    for dim, f, stride, dil in zip(in_spatial_dims, sizes, strides_, dilations, strict=True):
+        cut = 0 if padding == "same" else dil * (f - 1)
+        if dim.dimension is not None:
+            n = max(dim.dimension - cut, 0)
+            out.append(
+                dim if cut == 0 and stride == 1 else Dim(-(-n // stride), name=f"{dim.name}:conv")
+            )
+            continue
+        reduced = dim - cut if cut else dim
+        out.append(reduced.ceildiv_right(stride) if stride != 1 else reduced)
+    return out
 
 
 class _Conv(Module):

@@ -1,5 +1,7 @@
 """``rf.Dropout``: ``rf.dropout`` as a module, for ``Sequential`` stacks
-(RETURNN has only the function; the module takes its arguments).
+(RETURNN has only the function; the module takes its arguments), and
+``dropout_broadcast_default``, RETURNN's default for the modules that share a
+dropout mask along all but the feature dim (Conformer, FeedForward).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from verjus._verjus import rf_dropout as _dropout
 from verjus.rf.module import Module
 from verjus.rf.run_ctx import get_run_ctx
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "dropout_broadcast_default"]
 
 
 class Dropout(Module):
@@ -41,3 +43,14 @@ class Dropout(Module):
         """``source`` with dropout applied (in training or ``on_forward``)."""
         train = self.on_forward or get_run_ctx().train_flag
         return _dropout(source, self.drop_prob, self.axis, train)
+
+
+def dropout_broadcast_default() -> bool:
+    """Whether modules such as the Conformer's share their dropout masks over all
+    but the feature dim: True, RETURNN's default (its config option
+    ``rf_dropout_broadcast``; verjus has no global config). The attention
+    weights' dropout is separate (``att_dropout_broadcast``, False by default).
+
+    :return: True
+    """
+    return True

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_matmul as _matmul
+from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus.rf import init
 from verjus.rf.parameter import Parameter
 
@@ -166,12 +167,19 @@ def _distinct(who: str, in_dim: Dim, out_dim: Dim) -> None:
 
 class Linear(Module):
     """``source @ weight + bias`` over ``in_dim`` -> ``out_dim``; ``weight``
-    ``[in_dim, out_dim]`` starts Glorot-uniform, ``bias`` at 0."""
+    ``[in_dim, out_dim]`` starts Glorot-uniform, ``bias`` at 0.
+
+    ``in_dim`` may be ``out_dim`` (a square map, as the Conformer's): a tensor
+    cannot have a dim twice, so the weight's second dim is then a copy of it
+    (RETURNN's copy with another match priority), the product over the copy is
+    put back on ``out_dim``, and the weight's shape is RETURNN's."""
 
     def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
-        _distinct("Linear", in_dim, out_dim)
         self.in_dim, self.out_dim, self.with_bias = in_dim, out_dim, with_bias
-        self.weight = Parameter([in_dim, out_dim], initial=init.Glorot())
+        self._weight_out_dim = out_dim
+        if in_dim == out_dim:
+            self._weight_out_dim = Dim(out_dim.dimension, name=f"{out_dim.name}:out")
+        self.weight = Parameter([in_dim, self._weight_out_dim], initial=init.Glorot())
         self.bias = Parameter([out_dim], initial=0.0) if with_bias else None
 
     def __call__(self, source: Tensor) -> Tensor:
@@ -180,6 +188,8 @@ class Linear(Module):
             dims = ", ".join(d.name for d in source.dims)
             raise ValueError(f"rf.Linear: input [{dims}] does not have in_dim {self.in_dim.name}")
         out = _matmul(source, self.weight, reduce=self.in_dim)
+        if self._weight_out_dim != self.out_dim:
+            out, _ = _merge_dims(out, dims=[self._weight_out_dim], out_dim=self.out_dim)
         return out + self.bias if self.bias is not None else out
 
 

@@ -14,6 +14,7 @@ float32 parameters exist for now; other dtypes raise ValueError.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,6 +134,22 @@ class Parameter(Tensor):
                     f"the parameter {tuple(self.shape)}"
                 )
         Tensor.assign(self, np.ascontiguousarray(array, dtype=np.float32))
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Parameter:
+        """A new parameter over the same dims and options, initialized anew by
+        the same scheme (RETURNN's ``copy_init``: a deep-copied module, e.g. each
+        layer of ``ConformerEncoder``, draws its own initial values)."""
+        initial = self.initial
+        if isinstance(initial, ParamInit):
+            initial = copy.deepcopy(initial, memo)
+        return type(self)(
+            list(self.dims),
+            trainable=self.trainable,
+            auxiliary=self.auxiliary,
+            non_critical_for_restore=self.non_critical_for_restore,
+            weight_decay=self._weight_decay,
+            initial=initial,
+        )
 
     def __repr__(self) -> str:
         dims = ", ".join(f"{d.name}({d.dimension})" for d in self.dims)

@@ -90,6 +90,23 @@ impl PyDim {
         format!("{:?}", self.0)
     }
 
+    /// A dim is its own copy (as in RETURNN: a deep copy of a module keeps
+    /// its dims, so the copy's parameters have the same dims).
+    ///
+    /// :rtype: Dim
+    fn __copy__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// See ``__copy__``.
+    ///
+    /// :param dict memo: unused
+    /// :rtype: Dim
+    fn __deepcopy__<'py>(slf: PyRef<'py, Self>, memo: &Bound<'py, PyAny>) -> PyRef<'py, Self> {
+        let _ = memo;
+        slf
+    }
+
     /// ``self + other`` (an int or a Dim): a dim whose size (each entry's
     /// length, for a dynamic dim) is the sum; the same formula on the same
     /// dim gives the same dim, and ``(dim + 1) - 1`` is ``dim``.

@@ -1,0 +1,59 @@
+"""``rf.build_from_dict``, after RETURNN's: a module (or function) built from a
+dict naming its class, as model configs give submodules (e.g. the Conformer's
+``self_att={"class": "rf.RelPosSelfAttention", ...}``).
+
+Class names are ``"rf.Name"`` (an attribute of ``verjus.rf``) or a dotted import
+path; RETURNN's own paths (``returnn.frontend...``) resolve to the same names
+under ``verjus.rf``, so a RETURNN config's dicts work unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import BuiltinFunctionType, FunctionType
+from typing import Any
+
+__all__ = ["build_from_dict"]
+
+_RETURNN_PREFIX = "returnn.frontend"
+
+
+def build_from_dict(d: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """``cls(*args, **d_without_class, **kwargs)`` for ``cls`` named by
+    ``d["class"]``; a function is returned as it is, or bound to the arguments
+    by ``functools.partial`` if there are any.
+
+    :param d: ``{"class": name, **options}``
+    :param args: passed to the class
+    :param kwargs: passed to the class
+    :return: the built object
+    """
+    if "class" not in d:
+        raise ValueError(f"build_from_dict: missing 'class' key in dict: {d}")
+    d = dict(d)
+    cls = _get_cls(d.pop("class"))
+    if isinstance(cls, (FunctionType, BuiltinFunctionType)) or (
+        callable(cls) and not isinstance(cls, type)
+    ):
+        if args or kwargs or d:
+            return functools.partial(cls, *args, **d, **kwargs)
+        return cls
+    if not isinstance(cls, type):
+        raise ValueError(f"build_from_dict: expected a class, got {cls!r}")
+    return cls(*args, **d, **kwargs)
+
+
+def _get_cls(name: str) -> Any:
+    from verjus import rf
+
+    if not isinstance(name, str) or "." not in name:
+        raise ValueError(f"build_from_dict: expected a dotted class name, got {name!r}")
+    if name.startswith(_RETURNN_PREFIX):
+        name = "verjus.rf" + name[len(_RETURNN_PREFIX) :]
+    mod_name, attr = name.rsplit(".", 1)
+    mod = rf if mod_name in ("rf", "verjus.rf") else importlib.import_module(mod_name)
+    try:
+        return getattr(mod, attr)
+    except AttributeError:
+        raise ValueError(f"build_from_dict: {mod_name} has no {attr!r} (class {name!r})") from None
