@@ -69,6 +69,8 @@ Written in Python, on top of them:
   kept), ``weight_norm`` (``verjus.rf.parametrizations``);
   ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
   are recomputed in backward, same random numbers);
+- ``decoder.transformer`` (``TransformerDecoder``, ``TransformerDecoderLayer``,
+  ``FeedForward``, ``FeedForwardGated``: RETURNN's decoder);
 - ``label_smoothing``, ``smooth_one_hot``, ``label_smoothed_log_prob_gradient``
   (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
   ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op).
@@ -88,7 +90,7 @@ import numpy as np
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
-from verjus.rf import init
+from verjus.rf import decoder, init
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
     CausalSelfAttention,
@@ -195,6 +197,7 @@ __all__ = [
     "conv",
     "convert_to_tensor",
     "cum_concat_step",
+    "decoder",
     "dot_attention",
     "dropout",
     "gather",
