@@ -3,7 +3,8 @@ class, a RETURNN-style build dict (``{"class": ..., **opts}``), a module
 instance (copied, as RETURNN's ``copy.deepcopy``) or a plain callable.
 
 ``build_from_dict`` resolves ``"class"`` as RETURNN's ``rf.build_from_dict``
-does, with ``rf.X`` and ``returnn.frontend.X`` looked up in ``verjus.rf`` (so
+does, with ``rf.X`` and ``returnn.frontend.X`` (and their sub-modules, e.g.
+``returnn.frontend.decoder.transformer.X``) looked up in ``verjus.rf`` (so
 a RETURNN config's dicts work with only the import changed).
 
 ``copy_module`` stands in for ``copy.deepcopy`` of a module: verjus ``Dim``
@@ -35,8 +36,10 @@ def _resolve(name: Any) -> Any:
     if "." not in name:
         raise ValueError(f"build_from_dict: expected a dotted class name, got {name!r}")
     mod_name, attr = name.rsplit(".", 1)
-    if mod_name == "rf" or mod_name.startswith(_RETURNN_PREFIX):
-        mod_name = "verjus.rf" + mod_name[len("rf" if mod_name == "rf" else _RETURNN_PREFIX) :]
+    for prefix in ("rf", _RETURNN_PREFIX):
+        if mod_name == prefix or mod_name.startswith(prefix + "."):
+            mod_name = "verjus.rf" + mod_name[len(prefix) :]
+            break
     try:
         return getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as e:
