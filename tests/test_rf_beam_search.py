@@ -120,7 +120,8 @@ def test_finished_hypotheses_stay_finished() -> None:
     model = random_trigram(3, 1, 4)
     hyps, scores = model.search(beam_size=3, max_seq_len=5)
     for seq, score in zip(hyps[0], scores[0], strict=True):
-        assert EOS not in seq and len(seq) <= 5
+        assert EOS not in seq
+        assert len(seq) <= 5
         np.testing.assert_allclose(score, model.score(0, seq, 5), rtol=1e-5)  # frozen at its end
     assert list(scores[0]) == sorted(scores[0], reverse=True)
 

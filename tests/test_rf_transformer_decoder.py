@@ -253,3 +253,15 @@ def test_bad_input() -> None:
         TransformerDecoder(
             None, s.vocab, 8, num_layers=1, share_embedding=True, logits_with_bias=True
         )
+
+
+def test_dropout_only_while_training() -> None:
+    s = Setup(dropout=0.3, input_dropout=0.3)
+    eval_logits, _, _ = s.full()
+    np.testing.assert_allclose(eval_logits, Setup().full()[0], **VALUE_TOL)  # same init, no dropout
+    with rf.get_run_ctx().train_flag_ctx(True):
+        train_logits, enc_grad, _ = s.full()
+    ok = valid(T_LENS, T)
+    assert not np.allclose(train_logits[ok], eval_logits[ok])
+    assert np.isfinite(enc_grad).all()
+    assert np.abs(enc_grad).sum() > 0

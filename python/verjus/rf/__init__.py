@@ -73,7 +73,9 @@ Written in Python, on top of them:
   ``FeedForward``, ``FeedForwardGated``: RETURNN's decoder);
 - ``label_smoothing``, ``smooth_one_hot``, ``label_smoothed_log_prob_gradient``
   (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
-  ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op).
+  ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op);
+  ``search.beam_search`` (a step function's labels over a beam, ``top_k``
+  over beam and vocabulary, the state gathered by back-pointers).
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
