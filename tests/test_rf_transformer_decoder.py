@@ -265,3 +265,22 @@ def test_dropout_only_while_training() -> None:
     assert not np.allclose(train_logits[ok], eval_logits[ok])
     assert np.isfinite(enc_grad).all()
     assert np.abs(enc_grad).sum() > 0
+
+
+def test_steps_after_a_ragged_prefix_continue_each_sequence() -> None:
+    s = Setup()
+    full, _, _ = s.full([T] * N)
+    b, _, etime, _, e = s.inputs(T_LENS, S_LENS, LABELS, ENC)
+    enc = s.dec.transform_encoder(e, axis=etime)
+    pre_lens = np.array([3, 1, 2])
+    pre = rf.Dim(rf.convert_to_tensor(pre_lens.astype(np.int32), dims=[b]), name="pre")
+    y = rf.convert_to_tensor(LABELS[:, :3], dims=[b, pre], sparse_dim=s.vocab)
+    state = s.dec.default_initial_state(batch_dims=[b])
+    _, state = s.dec(y, spatial_dim=pre, state=state, encoder=enc)
+    np.testing.assert_array_equal(state.pos.copy_transpose([b]).numpy(), pre_lens)
+    for k in range(2):  # each entry's own next labels
+        pos = pre_lens + k
+        yt = rf.convert_to_tensor(LABELS[np.arange(N), pos], dims=[b], sparse_dim=s.vocab)
+        logits, state = s.dec(yt, spatial_dim=rf.single_step_dim, state=state, encoder=enc)
+        step = logits.copy_transpose([b, s.vocab]).numpy()
+        np.testing.assert_allclose(step, full[np.arange(N), pos], **VALUE_TOL, err_msg=f"step {k}")
