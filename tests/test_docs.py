@@ -1,6 +1,7 @@
-"""Every public function and class of ``verjus`` and ``verjus.rf`` (the names in
-their ``__all__``), and every public method of those classes, has a docstring;
-the native RF ops show their arguments and RETURNN's documentation in ``help()``."""
+"""Every public function and class of ``verjus``, ``verjus.rf`` and its
+sub-modules named in ``MODULES`` (the names in their ``__all__``), and every
+public method of those classes, has a docstring; the native RF ops show their
+arguments and RETURNN's documentation in ``help()``."""
 
 import inspect
 import pydoc
@@ -9,9 +10,12 @@ import pytest
 
 import verjus
 import verjus.rf
+import verjus.rf.decoder.transformer
+import verjus.rf.search
 from verjus import _verjus
 
-PUBLIC = [(module, name) for module in (verjus, verjus.rf) for name in module.__all__]
+MODULES = (verjus, verjus.rf, verjus.rf.decoder.transformer, verjus.rf.search)
+PUBLIC = [(module, name) for module in MODULES for name in module.__all__]
 
 
 def documented(obj: object) -> bool:

@@ -76,9 +76,13 @@ Written in Python, on top of them:
   kept), ``weight_norm`` (``verjus.rf.parametrizations``);
   ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
   are recomputed in backward, same random numbers);
+- ``decoder.transformer`` (``TransformerDecoder``, ``TransformerDecoderLayer``,
+  ``FeedForward``, ``FeedForwardGated``: RETURNN's decoder);
 - ``label_smoothing``, ``smooth_one_hot``, ``label_smoothed_log_prob_gradient``
   (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
-  ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op).
+  ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op);
+  ``search.beam_search`` (a step function's labels over a beam, ``top_k``
+  over beam and vocabulary, the state gathered by back-pointers).
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
@@ -95,7 +99,7 @@ import numpy as np
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
-from verjus.rf import init
+from verjus.rf import decoder, init
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
     CausalSelfAttention,
@@ -206,6 +210,7 @@ __all__ = [
     "conv",
     "convert_to_tensor",
     "cum_concat_step",
+    "decoder",
     "dot_attention",
     "dropout",
     "gather",

@@ -1,5 +1,7 @@
 """Search utilities, after RETURNN's ``rf.ctc_greedy_decode``, ``rf.top_k``
-and ``rf.edit_distance``.
+and ``rf.edit_distance``, and ``beam_search`` over a step-wise decoder (the
+``rf.top_k``-based recognition loop of RETURNN's RF model recipes, which
+RETURNN leaves to user code, as one function).
 
 Indices and labels are picked on the host (NumPy: an argmax, a sort, a
 Levenshtein table per entry; none of them has a gradient), over each entry's
@@ -10,15 +12,19 @@ created on the default device.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
+from verjus.rf.loop.functional import _flatten, _unflatten
 
-__all__ = ["ctc_greedy_decode", "edit_distance", "top_k"]
+__all__ = ["beam_search", "ctc_greedy_decode", "edit_distance", "top_k"]
 
 
 def _host(t: Tensor, dims: Sequence[Dim]) -> np.ndarray:
@@ -210,3 +216,166 @@ def _levenshtein(s: np.ndarray, t: np.ndarray) -> int:
         for j in range(1, len(t) + 1):
             row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (c != t[j - 1]))
     return int(row[-1])
+
+
+# The score of a continuation that is ruled out (RETURNN's recipes use the same).
+_RULED_OUT = -1.0e30
+
+
+def beam_search(
+    step: Callable[[Tensor, Any], tuple[Tensor, Any]],
+    *,
+    initial_state: Any,
+    batch_dims: Sequence[Dim],
+    vocab_dim: Dim,
+    beam_size: int,
+    bos_index: int,
+    eos_index: int,
+    max_seq_len: int | Tensor,
+) -> tuple[Tensor, Tensor, Dim, Dim]:
+    """Beam search over a step-wise decoder (label-synchronous, as RETURNN's RF
+    recognition recipes): each step extends every hypothesis by every label,
+    keeps the ``beam_size`` best by summed log-probability (``top_k`` over the
+    beam and ``vocab_dim`` jointly) and gathers the decoder state by the
+    chosen hypotheses' back-pointers.
+
+    A hypothesis ends when it emits ``eos_index`` (its score includes the eos
+    log-prob; the eos is not part of its labels) or reaches ``max_seq_len``
+    labels. An ended hypothesis stays ended: its only continuation is eos at
+    log-prob 0, so its score is frozen. The search stops when every hypothesis
+    of every entry has ended. No length normalisation.
+
+    :param step: ``step(labels, state) -> (log_probs, new_state)``: ``labels``
+        int32 over ``{batch dims..., beam dim}`` (sparse ``vocab_dim``; ``bos_index``
+        at the first step), ``log_probs`` normalised log-probabilities over
+        ``{batch dims..., beam dim, vocab_dim}`` (e.g. ``rf.log_softmax`` of a
+        ``TransformerDecoder``'s logits with ``spatial_dim=rf.single_step_dim``)
+    :param initial_state: the decoder's state over ``batch_dims`` (a Tensor or
+        a nested ``rf.State``/dict/list of them; other leaves, e.g. Dims, are
+        kept). Its Tensors get the beam dim, and after each step every state
+        Tensor with the beam dim is gathered by the back-pointers.
+    :param batch_dims: the search's batch dims (static sizes)
+    :param vocab_dim: the labels' dim
+    :param beam_size: hypotheses kept per entry (the first steps keep fewer if
+        there are fewer candidates)
+    :param bos_index: the label fed at the first step
+    :param eos_index: the label that ends a hypothesis
+    :param max_seq_len: most labels per hypothesis: an int, or an int Tensor
+        over (some of) ``batch_dims``
+    :return: ``(labels, scores, out_spatial_dim, beam_dim)``: int32 labels over
+        ``{batch dims..., beam_dim, out_spatial_dim}`` (sparse ``vocab_dim``;
+        padding ``eos_index``), the hypotheses' log-probabilities over
+        ``{batch dims..., beam_dim}`` (best first; on the autograd tape), the new
+        dynamic ``out_spatial_dim`` (lengths over ``{batch dims..., beam_dim}``,
+        without eos) and the final ``beam_dim``
+    """
+    who = "beam_search"
+    batch = list(batch_dims)
+    vocab = _check_search_args(who, batch, vocab_dim, beam_size, bos_index, eos_index)
+    shape = [d.dimension for d in batch]
+    if isinstance(max_seq_len, Tensor):
+        max_len = np.broadcast_to(_host(max_seq_len, batch), shape).astype(np.int64)
+    else:
+        max_len = np.full(shape, int(max_seq_len), np.int64)
+    beam = Dim(1, name="beam-initial")
+    labels = _new(np.full([*shape, 1], bos_index, np.int32), [*batch, beam], vocab_dim)
+    scores = _new(np.zeros([*shape, 1], np.float32), [*batch, beam])
+    leaves = _flatten(initial_state)
+    state = _unflatten(
+        initial_state,
+        [
+            _expand_dim(x, beam) if isinstance(x, Tensor) and beam not in x.dims else x
+            for x in leaves
+        ],
+    )
+    ended = (max_len <= 0)[..., None]
+    lengths = np.zeros([*shape, 1], np.int64)
+    eos_only = np.full([vocab], _RULED_OUT, np.float32)
+    eos_only[eos_index] = 0.0
+    eos_only_t = _new(eos_only, [vocab_dim])
+    history: list[tuple[np.ndarray, np.ndarray]] = []
+    while not ended.all():
+        log_probs, state = step(labels, state)
+        _check_log_probs(who, log_probs, batch, beam, vocab_dim)
+        if ended.any():
+            ended_t = _from_numpy(
+                ended.astype(np.float32), [*batch, beam], "bool", False, None, None
+            )
+            log_probs = _where(ended_t, eos_only_t, log_probs, allow_broadcast_all_sources=True)
+        k = min(beam_size, beam.dimension * vocab)
+        new_beam = Dim(k, name=f"beam-step{len(history)}")
+        scores, (backrefs, labels), _ = top_k(
+            scores + log_probs, axis=[beam, vocab_dim], k_dim=new_beam
+        )
+        src = _host(backrefs, [*batch, new_beam]).astype(np.int64)
+        label = _host(labels, [*batch, new_beam]).astype(np.int64)
+        was_ended = np.take_along_axis(ended, src, axis=-1)
+        lengths = np.take_along_axis(lengths, src, axis=-1) + (~was_ended & (label != eos_index))
+        ended = was_ended | (label == eos_index) | (lengths >= max_len[..., None])
+        history.append((src, label))
+        state = _unflatten(
+            state,
+            [
+                gather(x, indices=backrefs) if isinstance(x, Tensor) and beam in x.dims else x
+                for x in _flatten(state)
+            ],
+        )
+        beam = new_beam
+    out, out_dim = _backtrack(history, lengths, eos_index, batch, beam, vocab_dim)
+    return out, scores, out_dim, beam
+
+
+def _check_search_args(
+    who: str, batch: list[Dim], vocab_dim: Dim, beam_size: int, bos: int, eos: int
+) -> int:
+    """Validates ``beam_search``'s arguments; returns the vocabulary size."""
+    for d in batch:
+        if d.dimension is None:
+            raise ValueError(f"{who}: batch dim {d.name} must have a static size")
+    vocab = vocab_dim.dimension
+    if vocab is None:
+        raise ValueError(f"{who}: vocab_dim {vocab_dim.name} must have a static size")
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"{who}: beam_size must be an int >= 1, got {beam_size!r}")
+    for name, index in (("bos_index", bos), ("eos_index", eos)):
+        if not 0 <= index < vocab:
+            raise ValueError(
+                f"{who}: {name} {index} is not a label of vocab_dim {vocab_dim.name} (size {vocab})"
+            )
+    return vocab
+
+
+def _check_log_probs(who: str, log_probs: Tensor, batch: list[Dim], beam: Dim, vocab: Dim) -> None:
+    if not isinstance(log_probs, Tensor) or vocab not in log_probs.dims:
+        dims = [d.name for d in log_probs.dims] if isinstance(log_probs, Tensor) else log_probs
+        raise ValueError(
+            f"{who}: step must return log_probs over vocab_dim {vocab.name}, got {dims}"
+        )
+    extra = [d.name for d in log_probs.dims if d not in (*batch, beam, vocab)]
+    if extra:
+        raise ValueError(
+            f"{who}: step's log_probs have dims {extra} besides the batch dims "
+            f"{[d.name for d in batch]}, the beam dim and vocab_dim {vocab.name}"
+        )
+
+
+def _backtrack(
+    history: list[tuple[np.ndarray, np.ndarray]],
+    lengths: np.ndarray,
+    eos_index: int,
+    batch: list[Dim],
+    beam: Dim,
+    vocab_dim: Dim,
+) -> tuple[Tensor, Dim]:
+    """The final hypotheses' labels, followed back through the back-pointers."""
+    shape = list(lengths.shape)
+    idx = np.broadcast_to(np.arange(shape[-1]), shape)
+    steps = []
+    for src, label in reversed(history):
+        steps.insert(0, np.take_along_axis(label, idx, axis=-1))
+        idx = np.take_along_axis(src, idx, axis=-1)
+    width = int(lengths.max(initial=0))
+    out = np.stack(steps, axis=-1)[..., :width] if steps else np.zeros([*shape, 0], np.int64)
+    out = np.where(np.arange(width) < lengths[..., None], out, eos_index).astype(np.int32)
+    out_dim = Dim(_new(lengths.astype(np.int32), [*batch, beam]), name="beam_search_out")
+    return _new(out, [*batch, beam, out_dim], vocab_dim), out_dim
