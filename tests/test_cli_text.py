@@ -79,3 +79,13 @@ def test_shipped_char_lm_definition_is_a_text_definition():
     filled = fill_vocab(d, 114, str(path))
     assert filled["layers"][0]["vocab"] == 114
     assert filled["layers"][2]["out_features"] == 114
+
+
+def test_info_of_a_text_definition_takes_the_vocabulary_size(capsys):
+    path = Path(__file__).parent.parent / "examples" / "nets" / "char_lm.json"
+    assert main(["info", str(path)]) == 1
+    assert "--vocab N" in capsys.readouterr().err
+    assert main(["info", str(path), "--vocab", "50"]) == 0
+    out = capsys.readouterr().out
+    # Embedding 50 x 64 and the output Linear 256 -> 50 (weights and bias).
+    assert "3,200" in out and "12,850" in out

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,32 @@ def is_text_definition(definition: dict[str, Any]) -> bool:
     return first.get("dtype") == "int32" and (first.get("shape") or [0])[:1] == [None]
 
 
-def fill_vocab(definition: dict[str, Any], size: int, what: str) -> dict[str, Any]:
-    """``definition`` with each ``"vocab"`` placeholder (Embedding ``vocab``,
-    Linear ``out_features``) set to ``size``; a number there must be ``size``."""
-    fields = {"Embedding": "vocab", "Linear": "out_features"}
-    filled = json.loads(json.dumps(definition))
-    stack = list(filled.get("layers", []))
+VOCAB_FIELDS = {"Embedding": "vocab", "Linear": "out_features"}
+
+
+def _layers(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every layer of ``definition``, nested ones included."""
+    stack = list(definition.get("layers", []))
     while stack:
         layer = stack.pop()
         stack.extend(layer.get("layers", []))
-        field = fields.get(layer.get("type", ""))
+        yield layer
+
+
+def has_vocab_placeholder(definition: dict[str, Any]) -> bool:
+    """Whether some layer's size is the ``"vocab"`` placeholder."""
+    return any(
+        layer.get(VOCAB_FIELDS.get(layer.get("type", ""), "")) == PLACEHOLDER
+        for layer in _layers(definition)
+    )
+
+
+def fill_vocab(definition: dict[str, Any], size: int, what: str) -> dict[str, Any]:
+    """``definition`` with each ``"vocab"`` placeholder (Embedding ``vocab``,
+    Linear ``out_features``) set to ``size``; a number there must be ``size``."""
+    filled = json.loads(json.dumps(definition))
+    for layer in _layers(filled):
+        field = VOCAB_FIELDS.get(layer.get("type", ""))
         if field is None or field not in layer:
             continue
         value = layer[field]

@@ -68,6 +68,7 @@ from verjus._textcli import (
     VOCAB_FILE,
     batchers,
     fill_vocab,
+    has_vocab_placeholder,
     is_text_definition,
     load_text,
     sample_text,
@@ -347,7 +348,16 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    Network.from_def(args.network).summary()
+    definition: object = args.network
+    text = Path(args.network).read_text() if Path(args.network).is_file() else None
+    if text is not None and has_vocab_placeholder(json.loads(text)):
+        if args.vocab is None:
+            raise ValueError(
+                f'{args.network}: its size is "vocab", taken from the data by `verjus train`; '
+                "give the vocabulary size with --vocab N"
+            )
+        definition = fill_vocab(json.loads(text), args.vocab, args.network)
+    Network.from_def(definition).summary()
     return 0
 
 
@@ -473,6 +483,11 @@ def _parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="print a network's layers, shapes and parameters")
     info.add_argument("network", help="network definition (JSON file)")
+    info.add_argument(
+        "--vocab",
+        type=BATCH_SIZE,
+        help='the vocabulary size, for a text network whose definition says "vocab"',
+    )
     info.set_defaults(run=_info)
 
     predict = commands.add_parser("predict", help="accuracy and confusion matrix of saved weights")
