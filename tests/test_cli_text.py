@@ -88,4 +88,5 @@ def test_info_of_a_text_definition_takes_the_vocabulary_size(capsys):
     assert main(["info", str(path), "--vocab", "50"]) == 0
     out = capsys.readouterr().out
     # Embedding 50 x 64 and the output Linear 256 -> 50 (weights and bias).
-    assert "3,200" in out and "12,850" in out
+    assert "3,200" in out
+    assert "12,850" in out
