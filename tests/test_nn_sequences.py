@@ -182,3 +182,17 @@ def test_runner_serves_sequences_from_threads_and_refuses_other_vocabulary():
     with pytest.raises(ValueError, match="vocabulary"):
         runner.swap(other)
     assert runner.generation == 1
+
+
+def test_runner_returns_zeros_past_each_length():
+    """Frames past an example's length come back as 0 from the Runner (its last
+    layer, a Linear, would otherwise leave its bias there), and the real frames
+    equal the example run alone."""
+    net = char_net()
+    runner = verjus.Runner(net)
+    x = np.array([[1, 2, 3, 4], [5, 6, 0, 0]], np.int32)
+    out = runner.infer(x, lengths=[4, 2])
+    assert out.shape == (2, 4, VOCAB)
+    assert np.all(out[1, 2:] == 0)
+    np.testing.assert_allclose(out[1, :2], net.forward(x[1:, :2])[0], rtol=1e-5, atol=1e-6)
+    assert np.any(out[0, 3] != 0)

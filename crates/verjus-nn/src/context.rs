@@ -22,6 +22,7 @@
 use crate::gradplan::GradPlan;
 use crate::layers::{batched, internal, Stream};
 use crate::network::Network;
+use crate::seqcheck;
 use verjus_core::ops;
 use verjus_core::{Backend, DType, Device, Error, HostData, Result, Shape, Storage, Tensor};
 
@@ -415,6 +416,19 @@ impl Context {
     }
 
     /// The outputs, moved out of the context.
+    /// Zeroes the frames at or past each example's length in the per-frame
+    /// outputs, so that what inference returns there is 0 (as PyTorch's
+    /// `pad_packed_sequence` gives it) rather than what the last layers made of
+    /// padding (a Linear's bias, say).
+    pub(crate) fn clear_output_padding(&mut self, be: &dyn Backend, net: &Network) -> Result<()> {
+        for &v in &self.outputs {
+            if net.value_seq[v] {
+                seqcheck::clear_padding(be, &mut self.values[v], &self.lengths_host)?;
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn into_outputs(self, be: &dyn Backend) -> Result<Vec<Tensor>> {
         let mut values: Vec<Option<Tensor>> = self.values.into_iter().map(Some).collect();
         let mut out: Vec<Tensor> = Vec::with_capacity(self.outputs.len());

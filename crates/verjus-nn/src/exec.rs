@@ -369,7 +369,8 @@ impl Network {
     }
 
     /// [`Network::transform`] with each example's length (see
-    /// [`Network::compute_output_with_lengths`]).
+    /// [`Network::compute_output_with_lengths`]); per-frame outputs are 0 at
+    /// the frames past each example's length.
     pub fn transform_with_lengths(
         &self,
         be: &dyn Backend,
@@ -382,6 +383,9 @@ impl Network {
             .unwrap_or(0);
         let mut ctx = self.new_context(be, batch)?;
         self.compute_output_with_lengths(be, &mut ctx, inputs, lengths)?;
+        if lengths.is_some() {
+            ctx.clear_output_padding(be, self)?;
+        }
         ctx.into_outputs(be)
     }
 
