@@ -5,6 +5,7 @@ the weight's size is kept for backward; without it, one per access is."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -36,14 +37,21 @@ class Unscoped:
 
 def _step(loss: Callable[[], rf.Tensor]) -> tuple[int, int]:
     """Bytes kept after the forward (what backward holds on to) and the
-    peak over forward and backward, both above the bytes before the step."""
-    before = verjus.memory_stats()["current_bytes"]
-    verjus.reset_peak_memory_stats()
-    out = loss()
-    kept = verjus.memory_stats()["current_bytes"] - before
-    out.backward()
-    del out
-    return kept, verjus.memory_stats()["peak_bytes"] - before
+    peak over forward and backward, both above the bytes before the step.
+    Python's cycle collector is off meanwhile: run during the step, it freed
+    earlier tests' tensors and took their bytes off the step's counts."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = verjus.memory_stats()["current_bytes"]
+        verjus.reset_peak_memory_stats()
+        out = loss()
+        kept = verjus.memory_stats()["current_bytes"] - before
+        out.backward()
+        del out
+        return kept, verjus.memory_stats()["peak_bytes"] - before
+    finally:
+        gc.enable()
 
 
 def test_memory_stats_counts_host_tensors() -> None:
