@@ -211,8 +211,12 @@ def test_decoder_without_encoder_and_layer_options() -> None:
     assert dec.layers[0].cross_att is None
     w0 = dec.layers[0].ff.linear_ff.weight
     w1 = dec.layers[1].ff.linear_ff.weight
-    assert w0 is not w1  # copies of the given layer, each with its own parameters
-    np.testing.assert_array_equal(w0.numpy(), w1.numpy())
+    template = layer.ff.linear_ff.weight
+    assert len({id(w0), id(w1), id(template)}) == 3  # deep copies of the given layer
+    assert w0.dims == template.dims
+    # RETURNN's copy_init: each copy draws its own initial values
+    assert not np.allclose(w0.numpy(), w1.numpy())
+    assert not np.allclose(w0.numpy(), template.numpy())
     b = rf.Dim(2, name="b")
     time = rf.Dim(3, name="t")
     y = rf.convert_to_tensor(LABELS[:2, :3], dims=[b, time], sparse_dim=vocab)
