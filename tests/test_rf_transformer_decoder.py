@@ -271,6 +271,24 @@ def test_dropout_only_while_training() -> None:
     assert np.abs(enc_grad).sum() > 0
 
 
+def test_attention_dropout_while_training() -> None:
+    s = Setup(att_dropout=0.3)
+    eval_logits, _, _ = s.full()
+    with rf.get_run_ctx().train_flag_ctx(True):
+        train_logits, enc_grad, grads = s.full()
+    ok = valid(T_LENS, T)
+    assert not np.allclose(train_logits[ok], eval_logits[ok])  # only att_dropout is on
+    assert np.isfinite(enc_grad).all()
+    assert np.abs(enc_grad).sum() > 0
+    assert np.abs(grads["layers.0.self_att.qkv.weight"]).sum() > 0
+    s = Setup()  # every dropout 0: training equals eval
+    eval_logits, eval_grad, _ = s.full()
+    with rf.get_run_ctx().train_flag_ctx(True):
+        train_logits, train_grad, _ = s.full()
+    np.testing.assert_allclose(train_logits, eval_logits, **VALUE_TOL)
+    np.testing.assert_allclose(train_grad, eval_grad, **GRAD_TOL)
+
+
 def test_steps_after_a_ragged_prefix_continue_each_sequence() -> None:
     s = Setup()
     full, _, _ = s.full([T] * N)
