@@ -211,8 +211,12 @@ def test_decoder_without_encoder_and_layer_options() -> None:
     assert dec.layers[0].cross_att is None
     w0 = dec.layers[0].ff.linear_ff.weight
     w1 = dec.layers[1].ff.linear_ff.weight
-    assert w0 is not w1  # copies of the given layer, each with its own parameters
-    np.testing.assert_array_equal(w0.numpy(), w1.numpy())
+    template = layer.ff.linear_ff.weight
+    assert len({id(w0), id(w1), id(template)}) == 3  # deep copies of the given layer
+    assert w0.dims == template.dims
+    # RETURNN's copy_init: each copy draws its own initial values
+    assert not np.allclose(w0.numpy(), w1.numpy())
+    assert not np.allclose(w0.numpy(), template.numpy())
     b = rf.Dim(2, name="b")
     time = rf.Dim(3, name="t")
     y = rf.convert_to_tensor(LABELS[:2, :3], dims=[b, time], sparse_dim=vocab)
@@ -265,6 +269,24 @@ def test_dropout_only_while_training() -> None:
     assert not np.allclose(train_logits[ok], eval_logits[ok])
     assert np.isfinite(enc_grad).all()
     assert np.abs(enc_grad).sum() > 0
+
+
+def test_attention_dropout_while_training() -> None:
+    s = Setup(att_dropout=0.3)
+    eval_logits, _, _ = s.full()
+    with rf.get_run_ctx().train_flag_ctx(True):
+        train_logits, enc_grad, grads = s.full()
+    ok = valid(T_LENS, T)
+    assert not np.allclose(train_logits[ok], eval_logits[ok])  # only att_dropout is on
+    assert np.isfinite(enc_grad).all()
+    assert np.abs(enc_grad).sum() > 0
+    assert np.abs(grads["layers.0.self_att.qkv.weight"]).sum() > 0
+    s = Setup()  # every dropout 0: training equals eval
+    eval_logits, eval_grad, _ = s.full()
+    with rf.get_run_ctx().train_flag_ctx(True):
+        train_logits, train_grad, _ = s.full()
+    np.testing.assert_allclose(train_logits, eval_logits, **VALUE_TOL)
+    np.testing.assert_allclose(train_grad, eval_grad, **GRAD_TOL)
 
 
 def test_steps_after_a_ragged_prefix_continue_each_sequence() -> None:

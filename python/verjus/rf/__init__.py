@@ -28,7 +28,7 @@ Written in Python, on top of them:
 - ``LayerNorm``, ``RMSNorm``, ``BatchNorm`` (masked statistics, running
   statistics), ``Normalize``, ``layer_norm``, ``rms_norm``, ``moments``,
   ``normalize`` (``verjus.rf.normalization``); ``Dropout``
-  (``verjus.rf.dropout``); ``gating``, ``glu``, ``swish``
+  (``verjus.rf.dropout``); ``gating``, ``glu``, ``identity``, ``swish``
   (``verjus.rf.gating``); ``scaled_gradient`` (``verjus.rf.gradient``);
   ``sinusoidal_positional_encoding``, ``relative_positional_encoding``
   (``verjus.rf.positional_encoding``); ``RelPosSelfAttention``,
@@ -77,7 +77,8 @@ Written in Python, on top of them:
   ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
   are recomputed in backward, same random numbers);
 - ``decoder.transformer`` (``TransformerDecoder``, ``TransformerDecoderLayer``,
-  ``FeedForward``, ``FeedForwardGated``: RETURNN's decoder);
+  ``FeedForward``, ``FeedForwardGated``, ``make_norm``: RETURNN's decoder;
+  they live in ``verjus.rf.feed_forward``, shared with the Conformer);
 - ``label_smoothing``, ``smooth_one_hot``, ``label_smoothed_log_prob_gradient``
   (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
   ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op);
@@ -123,7 +124,7 @@ from verjus.rf.conv import (
     pool2d,
 )
 from verjus.rf.dropout import Dropout, dropout_broadcast_default
-from verjus.rf.gating import gating, glu, swish
+from verjus.rf.gating import gating, glu, identity, swish
 from verjus.rf.gradient import scaled_gradient
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
 from verjus.rf.label_smoothing import (
@@ -217,6 +218,7 @@ __all__ = [
     "gating",
     "get_run_ctx",
     "glu",
+    "identity",
     "init",
     "init_forward_step_run_ctx",
     "init_train_step_run_ctx",

@@ -16,6 +16,7 @@ keys to their own dim of the same lengths, ``rf.replace_dim``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
@@ -133,6 +134,39 @@ def _unfused(
     return rf.matmul(weights, values, reduce=kv_dim, use_mask=False)
 
 
+def _init_heads(
+    module: Module, proj_dim: Dim | None, key_dim_total: Dim, value_dim_total: Dim, num_heads: Any
+) -> None:
+    """The head dims every attention module sets (RETURNN's attributes):
+    ``num_heads``, ``key_dim_total``/``key_dim_per_head``,
+    ``value_dim_total``/``value_dim_per_head`` and ``out_dim``."""
+    if isinstance(num_heads, int):
+        num_heads = Dim(num_heads, name="num_heads")
+    heads = num_heads.dimension
+    module.out_dim = proj_dim if proj_dim else value_dim_total
+    module.key_dim_total = key_dim_total
+    module.key_dim_per_head = key_dim_total.div_left(heads)
+    module.value_dim_total = value_dim_total
+    module.value_dim_per_head = value_dim_total.div_left(heads)
+    module.num_heads = num_heads
+
+
+def merge_heads(module: Any, att: Tensor) -> Tensor:
+    """An attention module's per-head output merged into ``value_dim_total``,
+    then projected by ``module.proj`` if it has one.
+
+    :param module: the attention module (after ``_init_heads``)
+    :param att: the attention output over ``num_heads`` and ``value_dim_per_head``
+    :return: over ``module.out_dim``
+    """
+    from verjus import rf
+
+    output, _ = rf.merge_dims(
+        att, dims=(module.num_heads, module.value_dim_per_head), out_dim=module.value_dim_total
+    )
+    return module.proj(output) if module.proj else output
+
+
 class SelfAttentionBase(Module):
     """Shared base of ``SelfAttention`` and ``CausalSelfAttention`` (RETURNN's):
     the ``qkv`` projection split per head, ``dot_attention``, the optional ``proj``.
@@ -161,15 +195,7 @@ class SelfAttentionBase(Module):
     ) -> None:
         super().__init__()
         self.in_dim = in_dim
-        self.out_dim = proj_dim if proj_dim else value_dim_total
-        if isinstance(num_heads, int):
-            num_heads = Dim(num_heads, name="num_heads")
-        heads = num_heads.dimension
-        self.key_dim_total = key_dim_total
-        self.key_dim_per_head = key_dim_total.div_left(heads)
-        self.value_dim_total = value_dim_total
-        self.value_dim_per_head = value_dim_total.div_left(heads)
-        self.num_heads = num_heads
+        _init_heads(self, proj_dim, key_dim_total, value_dim_total, num_heads)
         self.qkv_dim_total = 2 * key_dim_total + value_dim_total
         self.qkv_dim_per_head = 2 * self.key_dim_per_head + self.value_dim_per_head
         self.qkv = Linear(in_dim, self.qkv_dim_total, with_bias=with_bias)
@@ -202,7 +228,6 @@ class SelfAttentionBase(Module):
 
         :return: over the batch dims, the query dims and ``out_dim``
         """
-        from verjus import rf
 
         att = dot_attention(
             q,
@@ -214,10 +239,7 @@ class SelfAttentionBase(Module):
             att_dropout_broadcast=self.att_dropout_broadcast,
             causal_query_spatial_dim=causal,
         )
-        output, _ = rf.merge_dims(
-            att, dims=(self.num_heads, self.value_dim_per_head), out_dim=self.value_dim_total
-        )
-        return self.proj(output) if self.proj else output
+        return merge_heads(self, att)
 
 
 class SelfAttention(SelfAttentionBase):
@@ -332,15 +354,7 @@ class CrossAttention(Module):
         super().__init__()
         self.encoder_dim = encoder_dim
         self.query_in_dim = query_in_dim
-        self.out_dim = proj_dim if proj_dim else value_dim_total
-        if isinstance(num_heads, int):
-            num_heads = Dim(num_heads, name="num_heads")
-        heads = num_heads.dimension
-        self.key_dim_total = key_dim_total
-        self.key_dim_per_head = key_dim_total.div_left(heads)
-        self.value_dim_total = value_dim_total
-        self.value_dim_per_head = value_dim_total.div_left(heads)
-        self.num_heads = num_heads
+        _init_heads(self, proj_dim, key_dim_total, value_dim_total, num_heads)
         self.kv_dim_total = key_dim_total + value_dim_total
         self.kv_dim_per_head = self.key_dim_per_head + self.value_dim_per_head
         self.kv = Linear(encoder_dim, self.kv_dim_total, with_bias=with_bias)
@@ -395,7 +409,6 @@ class CrossAttention(Module):
 
         :return: the output
         """
-        from verjus import rf
 
         att = dot_attention(
             q,
@@ -406,7 +419,4 @@ class CrossAttention(Module):
             att_dropout=self.att_dropout,
             att_dropout_broadcast=self.att_dropout_broadcast,
         )
-        output, _ = rf.merge_dims(
-            att, dims=(self.num_heads, self.value_dim_per_head), out_dim=self.value_dim_total
-        )
-        return self.proj(output) if self.proj else output
+        return merge_heads(self, att)

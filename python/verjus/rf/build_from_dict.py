@@ -3,8 +3,11 @@ dict naming its class, as model configs give submodules (e.g. the Conformer's
 ``self_att={"class": "rf.RelPosSelfAttention", ...}``).
 
 Class names are ``"rf.Name"`` (an attribute of ``verjus.rf``) or a dotted import
-path; RETURNN's own paths (``returnn.frontend...``) resolve to the same names
-under ``verjus.rf``, so a RETURNN config's dicts work unchanged.
+path; RETURNN's own paths (``returnn.frontend...``, e.g.
+``returnn.frontend.decoder.transformer.FeedForwardGated``) and ``rf.``-prefixed
+sub-module paths resolve to the same names under ``verjus.rf``, so a RETURNN
+config's dicts work unchanged. ``NotSpecified`` is RETURNN's marker of a module
+option left at its default, shared by all the modules built from options.
 """
 
 from __future__ import annotations
@@ -14,9 +17,14 @@ import importlib
 from types import BuiltinFunctionType, FunctionType
 from typing import Any
 
-__all__ = ["build_from_dict"]
+__all__ = ["NotSpecified", "build_from_dict"]
 
-_RETURNN_PREFIX = "returnn.frontend"
+_PREFIXES = ("rf", "returnn.frontend")
+
+
+class NotSpecified:
+    """RETURNN's placeholder default: the argument was not given (the class
+    itself is the marker)."""
 
 
 def build_from_dict(d: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -45,14 +53,17 @@ def build_from_dict(d: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def _get_cls(name: str) -> Any:
-    from verjus import rf
-
     if not isinstance(name, str) or "." not in name:
         raise ValueError(f"build_from_dict: expected a dotted class name, got {name!r}")
-    if name.startswith(_RETURNN_PREFIX):
-        name = "verjus.rf" + name[len(_RETURNN_PREFIX) :]
     mod_name, attr = name.rsplit(".", 1)
-    mod = rf if mod_name in ("rf", "verjus.rf") else importlib.import_module(mod_name)
+    for prefix in _PREFIXES:
+        if mod_name == prefix or mod_name.startswith(prefix + "."):
+            mod_name = "verjus.rf" + mod_name[len(prefix) :]
+            break
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as e:
+        raise ValueError(f"build_from_dict: cannot import {mod_name} (class {name!r}): {e}") from e
     try:
         return getattr(mod, attr)
     except AttributeError:

@@ -1,4 +1,4 @@
-"""``gating`` (RETURNN's), ``glu`` and the alias ``swish`` of ``silu``: the gated
+"""``gating`` (RETURNN's), ``glu``, ``identity`` and the alias ``swish`` of ``silu``: the gated
 activations of ``returnn/frontend/math_.py``, composed from ``split`` and the
 native activations.
 """
@@ -12,12 +12,17 @@ from verjus._verjus import rf_sigmoid as sigmoid
 from verjus._verjus import rf_silu as silu
 from verjus.rf.array_ import split
 
-__all__ = ["gating", "glu", "swish"]
+__all__ = ["gating", "glu", "identity", "swish"]
 
 swish = silu
 
 
-def _identity(x: Tensor) -> Tensor:
+def identity(x: Tensor) -> Tensor:
+    """``x`` itself (RETURNN's ``rf.identity``; e.g. ``FeedForwardGated``'s
+    default gate activation).
+
+    :return: ``x``
+    """
     return x
 
 
@@ -26,7 +31,7 @@ def gating(
     *,
     axis: Dim | None = None,
     gate_func: Callable[[Tensor], Tensor] = sigmoid,
-    act_func: Callable[[Tensor], Tensor] = _identity,
+    act_func: Callable[[Tensor], Tensor] = identity,
     out_dim: Dim | None = None,
 ) -> tuple[Tensor, Dim]:
     """``act_func(a) * gate_func(b)`` for the two halves ``a``, ``b`` of ``axis``

@@ -6,13 +6,16 @@ The encodings depend only on dim sizes (and an offset), never on data or
 parameters, so they are computed once on the host in float32 with RETURNN's
 operation order and put on the default device; as in RETURNN they are cached
 (up to 128 entries), which also makes ``relative_positional_encoding`` give the
-same out dim for the same dims.
+same out dim for the same dims. ``make_pos_enc`` is RETURNN's handling of the
+Transformer decoder's and the Conformer encoder's ``pos_enc`` option.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
+from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -22,7 +25,7 @@ from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_get_default_device as _default_device
 from verjus._verjus import rf_single_step_dim as _single_step_dim
 
-__all__ = ["relative_positional_encoding", "sinusoidal_positional_encoding"]
+__all__ = ["make_pos_enc", "relative_positional_encoding", "sinusoidal_positional_encoding"]
 
 _CACHE_SIZE = 128
 _cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -171,3 +174,25 @@ def relative_positional_encoding(
         return _tensor(_sin_cos(indices, div_term), [out_dim, feat_dim], feat_dim), out_dim
 
     return _cached(("rel", q, kv, feat_dim, query_offset, _default_device()), make)
+
+
+def make_pos_enc(who: str, pos_enc: Any, feat_dim: Dim) -> Any:
+    """A module's positional encoding from its ``pos_enc`` option, as RETURNN's
+    encoders and decoders take it: None or a module as it is, a build dict
+    built with ``feat_dim``, a function with ``feat_dim`` bound.
+
+    :param who: the module, for errors
+    :param pos_enc: the option
+    :param feat_dim: the dim of the encoding
+    :return: the encoding module or function, or None
+    """
+    from verjus.rf.build_from_dict import build_from_dict
+    from verjus.rf.module import Module
+
+    if pos_enc is None or isinstance(pos_enc, Module):
+        return pos_enc
+    if isinstance(pos_enc, dict):
+        return build_from_dict(pos_enc, feat_dim=feat_dim)
+    if isinstance(pos_enc, FunctionType):
+        return functools.partial(pos_enc, feat_dim=feat_dim)
+    raise TypeError(f"{who}: unexpected pos_enc {pos_enc!r}")

@@ -21,7 +21,7 @@ import numpy as np
 
 from verjus._verjus import Dim, Tensor
 from verjus.rf import init
-from verjus.rf.attention import SelfAttentionBase
+from verjus.rf.attention import SelfAttentionBase, merge_heads
 from verjus.rf.module import Linear, Module
 from verjus.rf.parameter import Parameter
 from verjus.rf.positional_encoding import relative_positional_encoding
@@ -201,10 +201,7 @@ class RelPosSelfAttention(SelfAttentionBase):
             weights, self.att_dropout, axis=hist_dim if self.att_dropout_broadcast else None
         )
         att = rf.matmul(weights, v, reduce=hist_dim, use_mask=False)
-        output, _ = rf.merge_dims(
-            att, dims=(self.num_heads, self.value_dim_per_head), out_dim=self.value_dim_total
-        )
-        return self.proj(output) if self.proj else output
+        return merge_heads(self, att)
 
     @staticmethod
     def _rel_shift(x: Tensor, axis: Dim, pos_emb_spatial_dim: Dim, hist_dim: Dim) -> Tensor:

@@ -1,30 +1,23 @@
 """The (label-synchronous) Transformer decoder, after RETURNN's
-``returnn/frontend/decoder/transformer.py``: ``TransformerDecoder``,
-``TransformerDecoderLayer``, ``FeedForward``, ``FeedForwardGated`` and
-``make_norm``, with RETURNN's constructor options, parameter names (so a
-RETURNN checkpoint loads by name) and call signatures: over a whole sequence
-(causal self-attention) or one step at a time with
-``spatial_dim=rf.single_step_dim`` carrying the state.
+``returnn/frontend/decoder/transformer.py``: ``TransformerDecoder`` and
+``TransformerDecoderLayer`` with RETURNN's constructor options, parameter names
+(so a RETURNN checkpoint loads by name) and call signatures: over a whole
+sequence (causal self-attention) or one step at a time with
+``spatial_dim=rf.single_step_dim`` carrying the state. ``FeedForward``,
+``FeedForwardGated`` and ``make_norm`` are re-exported from
+``verjus.rf.feed_forward`` (shared with the Conformer), as RETURNN users import
+them from here.
 
-Differences from RETURNN, all from verjus having no behaviour versions, no
-global config and no ``Dim`` match priorities:
-
-- the defaults are those of RETURNN's current behaviour version (>= 20):
-  ``share_embedding=True`` (unless ``embed_dim`` differs from ``model_dim``),
-  ``input_embedding_scale = sqrt(model_dim)``, ``input_dropout = dropout``; the
-  FF dropout masks are shared over all but the feature dim (RETURNN's
-  ``rf_dropout_broadcast`` default);
-- the attention modules get their own key and value dims (of ``model_dim``'s
-  size; the same parameter shapes), since a verjus ``Linear`` from a dim to
-  itself is ambiguous;
-- ``num_layers`` copies of one layer: a layer given as a class, dict or None
-  is built ``num_layers`` times (each with its own initialization); a layer
-  given as a module is copied (see ``_build.copy_module``).
+The defaults are those of RETURNN's current behaviour version (>= 20; verjus
+has no behaviour versions): ``share_embedding=True`` (unless ``embed_dim``
+differs from ``model_dim``), ``input_embedding_scale = sqrt(model_dim)``,
+``input_dropout = dropout``. As in RETURNN, the ``num_layers`` layers are deep
+copies of one layer, each with its own freshly initialized parameters.
 """
 
 from __future__ import annotations
 
-import functools
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,19 +25,13 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_single_step_dim as _single_step_dim
 from verjus.rf.array_ import gather
 from verjus.rf.attention import CausalSelfAttention, CrossAttention
+from verjus.rf.build_from_dict import NotSpecified, build_from_dict
 from verjus.rf.container import Sequential
-from verjus.rf.decoder._build import build
-from verjus.rf.decoder.feed_forward import (
-    DROPOUT_BROADCAST,
-    FeedForward,
-    FeedForwardGated,
-    as_dim,
-    dropout_along,
-    rf_module,
-)
+from verjus.rf.dropout import dropout_broadcast_default
+from verjus.rf.feed_forward import FeedForward, FeedForwardGated, make_ff, make_norm
 from verjus.rf.module import Embedding, Linear, Module
 from verjus.rf.normalization import LayerNorm
-from verjus.rf.positional_encoding import sinusoidal_positional_encoding
+from verjus.rf.positional_encoding import make_pos_enc, sinusoidal_positional_encoding
 from verjus.rf.rec import State
 
 __all__ = [
@@ -56,23 +43,10 @@ __all__ = [
 ]
 
 
-def make_norm(norm: Any, out_dim: Dim) -> Any:
-    """The normalisation for ``out_dim``, as RETURNN's: a class (called with
-    ``out_dim``), a build dict, a module (copied) or a callable (used as is).
+def _rf() -> Any:
+    from verjus import rf
 
-    :param norm: e.g. ``rf.LayerNorm``
-    :param out_dim: the model dim
-    :return: the norm module or callable, e.g. ``rf.LayerNorm(out_dim)``
-    """
-    return build("make_norm", norm, LayerNorm, out_dim)
-
-
-def _att_dims(out_dim: Dim) -> dict[str, Dim]:
-    n = out_dim.dimension
-    return {
-        "key_dim_total": Dim(n, name=f"{out_dim.name}-att-key"),
-        "value_dim_total": Dim(n, name=f"{out_dim.name}-att-value"),
-    }
+    return rf
 
 
 class TransformerDecoderLayer(Module):
@@ -83,13 +57,13 @@ class TransformerDecoderLayer(Module):
     :param encoder_dim: the encoder's feature dim; None: no cross attention
     :param out_dim: the model dim
     :param ff: the feed-forward block: a class (``FeedForward`` by default), a
-        build dict or a module
-    :param ff_dim: its inner dim (the block's default if None)
-    :param ff_activation: its activation (the block's default if None)
+        build dict or a module (copied)
+    :param ff_dim: its inner dim (the block's default if not given)
+    :param ff_activation: its activation (the block's default if not given)
     :param dropout: dropout after each block (and inside the FF block)
     :param num_heads: attention heads
     :param self_att: the self-attention: ``rf.CausalSelfAttention`` by
-        default, a class, build dict or module
+        default, a class, build dict or module (copied)
     :param self_att_opts: options for it, over the defaults
     :param att_dropout: dropout on the attention weights
     :param cross_att: a build dict for the cross attention (``rf.CrossAttention``)
@@ -99,11 +73,11 @@ class TransformerDecoderLayer(Module):
     def __init__(
         self,
         encoder_dim: Dim | None,
-        out_dim: Dim,
+        out_dim: Dim = Dim(512, name="transformer-dec-default-out-dim"),  # noqa: B008
         *,
-        ff: Any = None,
-        ff_dim: Dim | int | None = None,
-        ff_activation: Any = None,
+        ff: Any = NotSpecified,
+        ff_dim: Dim | int = NotSpecified,  # type: ignore[assignment]
+        ff_activation: Any = NotSpecified,
         dropout: float = 0.1,
         num_heads: int = 8,
         self_att: Any = None,
@@ -113,37 +87,50 @@ class TransformerDecoderLayer(Module):
         norm: Any = LayerNorm,
     ) -> None:
         super().__init__()
+        who = type(self).__name__
         self.encoder_dim = encoder_dim
         self.dropout = dropout
-        self.dropout_broadcast = DROPOUT_BROADCAST
+        self.dropout_broadcast = dropout_broadcast_default()
         self.out_dim = out_dim
 
-        ff_kwargs = {"out_dim": out_dim, "dropout": dropout}
-        ff_kwargs.update({"ff_dim": ff_dim} if ff_dim is not None else {})
-        ff_kwargs.update({"activation": ff_activation} if ff_activation is not None else {})
-        self.ff = build("TransformerDecoderLayer ff", ff, FeedForward, **ff_kwargs)
+        self.ff = make_ff(
+            out_dim=out_dim, ff=ff, ff_dim=ff_dim, ff_activation=ff_activation, dropout=dropout
+        )
         self.ff_layer_norm = make_norm(norm, out_dim)
 
-        att_opts = {"num_heads": num_heads, "att_dropout": att_dropout, **_att_dims(out_dim)}
-        sa_opts = {"in_dim": out_dim, "proj_dim": out_dim, **att_opts, **(self_att_opts or {})}
-        self.self_att = build(
-            "TransformerDecoderLayer self_att", self_att, CausalSelfAttention, **sa_opts
-        )
+        att_opts = {
+            "proj_dim": out_dim,
+            "key_dim_total": out_dim,
+            "value_dim_total": out_dim,
+            "num_heads": num_heads,
+            "att_dropout": att_dropout,
+        }
+        if self_att is None or isinstance(self_att, (type, dict)):
+            opts = {"in_dim": out_dim, **att_opts, **(self_att_opts or {})}
+            if isinstance(self_att, dict):
+                self.self_att = build_from_dict(self_att, **opts)
+            else:
+                self.self_att = (self_att or CausalSelfAttention)(**opts)
+        elif isinstance(self_att, Module):
+            self.self_att = copy.deepcopy(self_att)
+        else:
+            raise TypeError(f"{who}: unexpected self_att {self_att!r}")
         self.self_att_layer_norm = make_norm(norm, out_dim)
 
         self.cross_att = None
         self.cross_att_layer_norm = None
         if encoder_dim is not None:
-            if cross_att is not None and not isinstance(cross_att, dict):
-                raise TypeError(
-                    f"TransformerDecoderLayer: cross_att must be a build dict, got {cross_att!r}"
-                )
-            ca_opts = {"encoder_dim": encoder_dim, "query_in_dim": out_dim, "proj_dim": out_dim}
-            ca_opts.update(_att_dims(out_dim), num_heads=num_heads, att_dropout=att_dropout)
-            self.cross_att = build(
-                "TransformerDecoderLayer cross_att", cross_att, CrossAttention, **ca_opts
-            )
+            opts = {"encoder_dim": encoder_dim, "query_in_dim": out_dim, **att_opts}
+            if cross_att is None:
+                self.cross_att = CrossAttention(**opts)
+            elif isinstance(cross_att, dict):
+                self.cross_att = build_from_dict(cross_att, **opts)
+            else:
+                raise TypeError(f"{who}: cross_att must be None or a build dict, got {cross_att!r}")
             self.cross_att_layer_norm = make_norm(norm, out_dim)
+
+    def _drop(self, x: Tensor) -> Tensor:
+        return _rf().dropout(x, self.dropout, axis=self.out_dim if self.dropout_broadcast else None)
 
     def default_initial_state(
         self, *, batch_dims: Sequence[Dim], capacity: int | None = None
@@ -185,7 +172,7 @@ class TransformerDecoderLayer(Module):
         x_sa, new_state.self_att = self.self_att(
             self.self_att_layer_norm(x), axis=spatial_dim, state=state.self_att
         )
-        x = dropout_along(x_sa, self.dropout, self.dropout_broadcast, self.out_dim) + x
+        x = self._drop(x_sa) + x
         if self.cross_att is not None:
             if encoder is None:
                 raise ValueError(
@@ -193,9 +180,9 @@ class TransformerDecoderLayer(Module):
                     "(from transform_encoder)"
                 )
             x_ca = self.cross_att(self.cross_att_layer_norm(x), encoder.cross_att)
-            x = dropout_along(x_ca, self.dropout, self.dropout_broadcast, self.out_dim) + x
+            x = self._drop(x_ca) + x
         x_ff = self.ff(self.ff_layer_norm(x))
-        x = dropout_along(x_ff, self.dropout, self.dropout_broadcast, self.out_dim) + x
+        x = self._drop(x_ff) + x
         return x, new_state
 
 
@@ -218,7 +205,8 @@ class TransformerDecoder(Module):
     :param att_dropout: dropout on the attention weights
     :param norm: pre-normalisation (``rf.LayerNorm``), see ``make_norm``
     :param layer: the layer: None (``TransformerDecoderLayer``), a class, a build
-        dict or a module; ``decoder_layer`` is accepted as its older name
+        dict or a module; it is deep-copied ``num_layers`` times (each copy with
+        fresh parameters); ``decoder_layer`` is accepted as its older name
     :param layer_opts: options for the layer over the defaults
         (``decoder_layer_opts`` accepted)
     :param embed_dim: if given, an embedding into it then a linear map to ``model_dim``
@@ -237,12 +225,12 @@ class TransformerDecoder(Module):
         self,
         encoder_dim: Dim | None,
         vocab_dim: Dim,
-        model_dim: Dim | int = 512,
+        model_dim: Dim | int = Dim(512, name="transformer-dec-default-model-dim"),  # noqa: B008
         *,
         num_layers: int,
-        ff: Any = None,
-        ff_dim: Dim | int | None = None,
-        ff_activation: Any = None,
+        ff: Any = NotSpecified,
+        ff_dim: Dim | int = NotSpecified,  # type: ignore[assignment]
+        ff_activation: Any = NotSpecified,
         pos_enc: Any = sinusoidal_positional_encoding,
         dropout: float = 0.1,
         num_heads: int = 8,
@@ -273,7 +261,10 @@ class TransformerDecoder(Module):
             raise TypeError(f"{who}: unexpected arguments {sorted(compat_kwargs)}")
         if not isinstance(vocab_dim, Dim):
             raise TypeError(f"{who}: vocab_dim must be a Dim, got {vocab_dim!r}")
-        model_dim = as_dim(who, "model_dim", model_dim, "transformer-dec-model-dim")
+        if isinstance(model_dim, int):
+            model_dim = Dim(model_dim, name="transformer-dec-model-dim")
+        if not isinstance(model_dim, Dim):
+            raise TypeError(f"{who}: model_dim must be an int or Dim, got {model_dim!r}")
         if not isinstance(num_layers, int) or num_layers < 0:
             raise ValueError(f"{who}: num_layers must be an int >= 0, got {num_layers!r}")
 
@@ -287,7 +278,7 @@ class TransformerDecoder(Module):
         self.input_embedding_proj = (
             Linear(embed_dim, model_dim, with_bias=False) if embed_dim else None
         )
-        self.pos_enc = _pos_enc(who, pos_enc, embed_dim or model_dim)
+        self.pos_enc = make_pos_enc(who, pos_enc, embed_dim or model_dim)
         if share_embedding is None:
             share_embedding = bool(input_embedding) and not (embed_dim and embed_dim != model_dim)
         if input_embedding_scale is None:
@@ -296,22 +287,28 @@ class TransformerDecoder(Module):
         self.input_embedding_scale = input_embedding_scale
         self.input_dropout = dropout if input_dropout is None else input_dropout
 
-        opts: dict[str, Any] = {
-            "encoder_dim": encoder_dim,
-            "out_dim": model_dim,
-            "ff": ff,
-            "ff_dim": ff_dim,
-            "ff_activation": ff_activation,
-            "dropout": dropout,
-            "num_heads": num_heads,
-            "att_dropout": att_dropout,
-            "norm": norm,
-            **(layer_opts or {}),
-        }
-        layers = [
-            build(f"{who} layer", layer, TransformerDecoderLayer, **opts) for _ in range(num_layers)
-        ]
-        self.layers = sequential(layers)
+        if not layer or isinstance(layer, (dict, type)):
+            opts: dict[str, Any] = {
+                "encoder_dim": encoder_dim,
+                "out_dim": model_dim,
+                "ff": ff,
+                "ff_dim": ff_dim,
+                "ff_activation": ff_activation,
+                "dropout": dropout,
+                "num_heads": num_heads,
+                "att_dropout": att_dropout,
+                "norm": norm,
+            }
+            opts = {k: v for k, v in opts.items() if v is not NotSpecified}
+            opts.update(layer_opts or {})
+            if isinstance(layer, dict):
+                opts = {k: v for k, v in opts.items() if k not in layer}
+                layer = build_from_dict(layer, **opts)
+            else:
+                layer = (layer or TransformerDecoderLayer)(**opts)
+        elif not isinstance(layer, Module):
+            raise TypeError(f"{who}: unexpected layer {layer!r}")
+        self.layers = sequential(copy.deepcopy(layer) for _ in range(num_layers))
         self.final_layer_norm = make_norm(norm, model_dim)
         self.logits = Linear(model_dim, vocab_dim, with_bias=logits_with_bias)
         if share_embedding:
@@ -338,7 +335,7 @@ class TransformerDecoder(Module):
                 for name, layer in self.layers.items()
             }
         )
-        state.pos = rf_module().zeros((), dtype="int32")
+        state.pos = _rf().zeros((), dtype="int32")
         return state
 
     def transform_encoder(self, encoder: Tensor, *, axis: Dim) -> State:
@@ -409,7 +406,7 @@ class TransformerDecoder(Module):
         :return: logits over ``vocab_dim`` and the new state
         """
         self._check(source, spatial_dim, state, encoder)
-        rf = rf_module()
+        rf = _rf()
         new_state = State()
         decoded = self.input_embedding(source) if self.input_embedding is not None else source
         if self.input_embedding_scale != 1:
@@ -442,15 +439,3 @@ class TransformerDecoder(Module):
             )
             decoded = gather(decoded, axis=spatial_dim, indices=last)
         return self.logits(self.final_layer_norm(decoded)), new_state
-
-
-def _pos_enc(who: str, pos_enc: Any, feat_dim: Dim) -> Any:
-    """RETURNN's handling: a function gets ``feat_dim`` bound; a dict is built
-    with it; a module is used as it is."""
-    if pos_enc is None or isinstance(pos_enc, Module):
-        return pos_enc
-    if isinstance(pos_enc, dict):
-        return build(f"{who} pos_enc", pos_enc, sinusoidal_positional_encoding, feat_dim=feat_dim)
-    if callable(pos_enc):
-        return functools.partial(pos_enc, feat_dim=feat_dim)
-    raise TypeError(f"{who}: unexpected pos_enc {pos_enc!r}")

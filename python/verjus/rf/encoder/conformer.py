@@ -18,17 +18,17 @@ block's BatchNorm masks the padding out of its statistics by default
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 from collections.abc import Callable, Sequence
-from types import FunctionType
 from typing import Any
 
 from verjus import rf
 from verjus._verjus import Dim, Tensor
-from verjus.rf.build_from_dict import build_from_dict
+from verjus.rf.build_from_dict import NotSpecified, build_from_dict
 from verjus.rf.encoder.base import ISeqDownsamplingEncoder
-from verjus.rf.feed_forward import FeedForward, NotSpecified, make_norm
+from verjus.rf.feed_forward import FeedForward, make_norm
+from verjus.rf.feed_forward import make_ff as _make_ff
+from verjus.rf.positional_encoding import make_pos_enc
 
 __all__ = [
     "ConformerConvBlock",
@@ -254,17 +254,14 @@ def make_ff(*, out_dim: Dim, ff: Any, ff_dim: Any, ff_activation: Any, dropout: 
 
     :return: the module
     """
-    if ff is NotSpecified:
-        ff = ConformerPositionwiseFeedForward
-    if isinstance(ff, rf.Module):
-        return copy.deepcopy(ff)
-    kwargs = {"out_dim": out_dim, "ff_dim": ff_dim, "dropout": dropout, "activation": ff_activation}
-    kwargs = {k: v for k, v in kwargs.items() if v is not NotSpecified}
-    if isinstance(ff, type):
-        return ff(**kwargs)
-    if isinstance(ff, dict):
-        return build_from_dict(ff, **kwargs)
-    raise TypeError(f"make_ff: unexpected ff {ff!r}")
+    return _make_ff(
+        out_dim=out_dim,
+        ff=ff,
+        ff_dim=ff_dim,
+        ff_activation=ff_activation,
+        dropout=dropout,
+        default=ConformerPositionwiseFeedForward,
+    )
 
 
 class ConformerEncoderLayer(rf.Module):
@@ -447,7 +444,7 @@ class ConformerEncoder(ISeqDownsamplingEncoder):
         if input_embedding_scale is None:
             input_embedding_scale = self.out_dim.dimension**0.5 if pos_enc is not None else 1.0
         self.input_embedding_scale = input_embedding_scale
-        self.pos_enc = self._make_pos_enc(pos_enc)
+        self.pos_enc = make_pos_enc("ConformerEncoder", pos_enc, self.out_dim)
         self.input_dropout = input_dropout
         layer = self._make_layer(
             encoder_layer,
@@ -464,15 +461,6 @@ class ConformerEncoder(ISeqDownsamplingEncoder):
             },
         )
         self.layers = sequential(copy.deepcopy(layer) for _ in range(num_layers))
-
-    def _make_pos_enc(self, pos_enc: Any) -> Any:
-        if pos_enc is None or isinstance(pos_enc, rf.Module):
-            return pos_enc
-        if isinstance(pos_enc, dict):
-            return build_from_dict(pos_enc, feat_dim=self.out_dim)
-        if isinstance(pos_enc, FunctionType):
-            return functools.partial(pos_enc, feat_dim=self.out_dim)
-        raise TypeError(f"ConformerEncoder: unexpected pos_enc {pos_enc!r}")
 
     def _make_layer(
         self, encoder_layer: Any, encoder_layer_opts: dict[str, Any] | None, opts: dict[str, Any]
