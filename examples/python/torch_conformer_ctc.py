@@ -123,7 +123,8 @@ class RelPosSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
-        q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.dk).unbind(dim=2)  # [B, T, H, dk]
+        # RETURNN's layout: heads first, then q, k, v per head; each [B, T, H, dk]
+        q, k, v = self.qkv(x).view(b, t, self.heads, 3, self.dk).unbind(dim=3)
         pos = self.linear_pos(relative_positions(t, d, x.device)).view(2 * t - 1, self.heads, -1)
         ac = torch.einsum("bihd,bjhd->bhij", q + self.pos_bias_u, k)
         bd = torch.einsum("bihd,phd->bhip", q + self.pos_bias_v, pos)
