@@ -40,7 +40,9 @@ def test_strips_hold_their_source_images_and_labels(images):
     strips = verjus.data.ImageStrips(x, y, 40, seed=5, min_images=2, max_images=4)
     assert len(strips) == 40
     counts = [len(s) for s in strips.sources]
-    assert min(counts) >= 2 and max(counts) <= 4 and len(set(counts)) == 3
+    assert min(counts) >= 2
+    assert max(counts) <= 4
+    assert len(set(counts)) == 3
     for i in range(len(strips)):
         columns, labels = strips.strip(i)
         k = len(strips.sources[i])
@@ -75,10 +77,12 @@ def test_batches_are_padded_and_cover_every_strip_once(images):
     rows = strips.plan(5, seed=7)[0]
     batch = strips.batch(rows)
     width = batch.features.shape[1]
-    assert width == batch.lengths.max() and batch.features.shape == (len(rows), width, 28)
+    assert width == batch.lengths.max()
+    assert batch.features.shape == (len(rows), width, 28)
     for b, r in enumerate(rows):
         columns, labels = strips.strip(r)
-        assert batch.lengths[b] == len(columns) and batch.label_lengths[b] == len(labels)
+        assert batch.lengths[b] == len(columns)
+        assert batch.label_lengths[b] == len(labels)
         np.testing.assert_array_equal(batch.features[b, : len(columns)], columns)
         assert not batch.features[b, len(columns) :].any()
         np.testing.assert_array_equal(batch.labels[b, : len(labels)], labels)
@@ -101,9 +105,11 @@ def check_run(result, out: str) -> None:
     """One epoch: the loss of its last tenth of steps is under half that of
     its first (the blank plateau is reached; reading labels takes longer), and
     the label error rate is printed."""
-    assert len(result.ler) == 1 and out.count("test LER") == 1
+    assert len(result.ler) == 1
+    assert out.count("test LER") == 1
     assert result.last_loss[0] < 0.5 * result.first_loss[0]
-    assert result.ler[0] >= 0.0 and f"test LER {100 * result.ler[0]:.2f} %" in out
+    assert result.ler[0] >= 0.0
+    assert f"test LER {100 * result.ler[0]:.2f} %" in out
 
 
 def test_rf_example_learns(fashion_dir: Path, capsys: pytest.CaptureFixture) -> None:

@@ -144,9 +144,7 @@ class ConvBlock(nn.Module):
     def __init__(self, dim: int) -> None:
         super().__init__()
         self.positionwise_conv1 = nn.Linear(dim, 2 * dim)
-        self.depthwise_conv = nn.Conv1d(
-            dim, dim, CONV_KERNEL, padding=CONV_KERNEL // 2, groups=dim
-        )
+        self.depthwise_conv = nn.Conv1d(dim, dim, CONV_KERNEL, padding=CONV_KERNEL // 2, groups=dim)
         self.norm = MaskedBatchNorm(dim)
         self.positionwise_conv2 = nn.Linear(dim, dim)
 
@@ -192,9 +190,7 @@ class ConformerCtc(nn.Module):
         self.layers = nn.ModuleList(ConformerLayer(model_dim, heads) for _ in range(layers))
         self.output = nn.Linear(model_dim, NUM_CLASSES + 1)
 
-    def forward(
-        self, x: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[B, T / 4, 11]`` of features ``[B, T, rows]`` and their lengths."""
         h = x.unsqueeze(1)  # [B, 1, T, rows]
         for conv in (self.conv1, self.conv2):
