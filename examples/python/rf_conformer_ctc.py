@@ -23,7 +23,13 @@ zero biases) drawn after ``rf.set_random_seed(seed)``.
 Each epoch prints the mean training loss, the test label error rate (greedy
 CTC decoding, ``rf.ctc_greedy_decode``; the summed ``rf.edit_distance`` to the
 references / the summed reference lengths) and the training time.
-``examples/python/torch_conformer_ctc.py`` is the same in PyTorch.
+``examples/python/torch_conformer_ctc.py`` is the same in PyTorch (a test
+checks that it computes the same logits from the same weights).
+
+Measured (``--epochs 3``, the defaults otherwise, 2 cores shared with other
+jobs, load 3.5-5, so the times are indicative): test LER 22.04 / 15.75 /
+13.37 %, 85 / 63 / 76 s per epoch; the PyTorch twin (2 threads) 24.62 / 14.57
+/ 12.85 %, 108 / 153 / 169 s per epoch.
 """
 
 from __future__ import annotations
