@@ -10,7 +10,7 @@
 use crate::parallel::for_rows;
 use crate::random_batch::{self, BLOCKS, VALUES};
 use verjus_core::ops::Distribution;
-use verjus_core::{rng, DType, Element, Error, Result, Tensor};
+use verjus_core::{DType, Element, Error, Result, Tensor};
 
 /// `dst = src` (same dtype and element count, checked by the caller).
 pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
@@ -123,6 +123,7 @@ fn fill_batches(dst: &mut [f32], offset: u64, f: impl Fn(u64) -> [f32; VALUES] +
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verjus_core::rng;
 
     fn random_vec(n: usize, dist: Distribution) -> Vec<f32> {
         let mut t = Tensor::from_vec([n], vec![0f32; n]).unwrap();
