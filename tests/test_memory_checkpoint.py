@@ -1,12 +1,14 @@
-"""Memory measured: ``verjus.memory_stats`` while training steps of a Linear
-with weight noise and an LSTM with weight dropout on its recurrent weight.
-In a gradient checkpoint scope (what the parametrizations use) no tensor of
-the weight's size is kept for backward; without it, one per access is."""
+"""Memory measured: ``verjus.memory_stats`` (the allocator's bytes and the
+bytes the tape keeps for backward) while training steps of a Linear with
+weight noise and an LSTM with weight dropout on its recurrent weight. In a
+gradient checkpoint scope (what the parametrizations use) no tensor of the
+weight's size is kept for backward; without it, one per access is."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -35,23 +37,38 @@ class Unscoped:
         return rf.dropout(param, self.inner.drop_prob, on_forward=True)
 
 
-def _step(loss: Callable[[], rf.Tensor]) -> tuple[int, int]:
-    """Bytes kept after the forward (what backward holds on to) and the
-    peak over forward and backward, both above the bytes before the step.
-    Python's cycle collector is off meanwhile: run during the step, it freed
+class Step(NamedTuple):
+    """What a step holds above the bytes before it."""
+
+    kept: int  # allocator bytes after the forward (what backward holds on to)
+    peak: int  # the allocator's peak over forward and backward
+    saved: int  # bytes the tape keeps for backward after the forward
+    saved_peak: int  # the tape's peak over forward and backward
+
+
+def _step(loss: Callable[[], rf.Tensor]) -> Step:
+    """Python's cycle collector is off meanwhile: run during the step, it freed
     earlier tests' tensors and took their bytes off the step's counts."""
     gc.collect()
     gc.disable()
     try:
-        before = verjus.memory_stats()["current_bytes"]
+        before = verjus.memory_stats()
         verjus.reset_peak_memory_stats()
         out = loss()
-        kept = verjus.memory_stats()["current_bytes"] - before
+        after_forward = verjus.memory_stats()
         out.backward()
         del out
-        return kept, verjus.memory_stats()["peak_bytes"] - before
+        stats = verjus.memory_stats()
     finally:
         gc.enable()
+    # The graph is gone with the loss: the tape keeps nothing of the step.
+    assert stats["tape_saved_bytes"] == before["tape_saved_bytes"]
+    return Step(
+        kept=after_forward["current_bytes"] - before["current_bytes"],
+        peak=stats["peak_bytes"] - before["current_bytes"],
+        saved=after_forward["tape_saved_bytes"] - before["tape_saved_bytes"],
+        saved_peak=stats["tape_saved_peak_bytes"] - before["tape_saved_bytes"],
+    )
 
 
 def test_memory_stats_counts_host_tensors() -> None:
@@ -65,6 +82,29 @@ def test_memory_stats_counts_host_tensors() -> None:
     assert stats["peak_bytes"] - before["current_bytes"] >= 4000
     with pytest.raises(ValueError, match="unknown device"):
         verjus.memory_stats("tpu")
+
+
+def test_tape_saved_bytes_count_what_backward_keeps_once() -> None:
+    """``tanh`` keeps its output, ``x * x`` reads ``x`` (made by ``tanh``:
+    the same tensor, counted once); a parameter is not counted; dropping the
+    graph frees it all, and the peak stays until reset."""
+    n = rf.Dim(1000, name="n")
+    p = rf.Parameter([n])
+    p.assign(np.full(1000, 0.5, np.float32))
+    before = verjus.memory_stats()["tape_saved_bytes"]
+    verjus.reset_peak_memory_stats()
+    y = rf.tanh(p)
+    assert verjus.memory_stats()["tape_saved_bytes"] - before == 4000
+    z = y * y
+    assert verjus.memory_stats()["tape_saved_bytes"] - before == 4000
+    w = z * p  # reads z (counted) and p (a parameter: not counted)
+    assert verjus.memory_stats()["tape_saved_bytes"] - before == 8000
+    del y, z, w
+    stats = verjus.memory_stats()
+    assert stats["tape_saved_bytes"] == before
+    assert stats["tape_saved_peak_bytes"] - before == 8000
+    verjus.reset_peak_memory_stats()
+    assert verjus.memory_stats()["tape_saved_peak_bytes"] == before
 
 
 def _linear_loss(lin: rf.Linear, x: rf.Tensor, o: rf.Dim) -> Callable[[], rf.Tensor]:
@@ -86,10 +126,15 @@ def test_linear_with_weight_noise_keeps_no_weight_sized_tensor() -> None:
         _step(_linear_loss(lin, x, o))  # warm up
         results[mode] = _step(_linear_loss(lin, x, o))
     plain, unscoped, scoped = results["plain"], results["unscoped"], results["scoped"]
-    assert unscoped[0] >= plain[0] + weight, results
-    assert scoped[0] < plain[0] + weight // 8, results
+    assert unscoped.kept >= plain.kept + weight, results
+    assert scoped.kept < plain.kept + weight // 8, results
     # The peak: the derived weight exists once at a time in either case.
-    assert scoped[1] <= plain[1] + 3 * weight, results
+    assert scoped.peak <= plain.peak + 3 * weight, results
+    # The tape: the plain matmul keeps the input (the weight is a parameter),
+    # the unscoped one the noisy weight too, the scoped one nothing more.
+    assert unscoped.saved >= plain.saved + weight, results
+    assert scoped.saved < plain.saved + weight // 8, results
+    assert scoped.saved_peak < plain.saved_peak + weight // 8, results
 
 
 def test_lstm_with_weight_dropout_over_100_steps_keeps_no_mask() -> None:
@@ -116,6 +161,9 @@ def test_lstm_with_weight_dropout_over_100_steps_keeps_no_mask() -> None:
 
         results[mode] = _step(loss)
     plain, unscoped, scoped = results["plain"], results["unscoped"], results["scoped"]
-    assert unscoped[0] >= plain[0] + steps * weight, results
-    assert scoped[0] < plain[0] + weight, results
-    assert scoped[1] < plain[1] + 4 * weight, results
+    assert unscoped.kept >= plain.kept + steps * weight, results
+    assert scoped.kept < plain.kept + weight, results
+    assert scoped.peak < plain.peak + 4 * weight, results
+    assert unscoped.saved >= plain.saved + steps * weight, results
+    assert scoped.saved < plain.saved + weight // 8, results
+    assert scoped.saved_peak < plain.saved_peak + weight // 8, results

@@ -209,10 +209,6 @@ def test_weight_norm_against_torch() -> None:
     )
 
 
-def _save(module: rf.Module, path: str) -> None:
-    np.savez(path, **{n: p.numpy() for n, p in module.named_parameters()})
-
-
 def test_saved_file_equals_the_plain_modules_and_loading_keeps_the_parametrization(
     tmp_path: object,
 ) -> None:
@@ -221,17 +217,20 @@ def test_saved_file_equals_the_plain_modules_and_loading_keeps_the_parametrizati
     rf.weight_noise(noisy, "weight", std=0.5)
     rf.weight_dropout(noisy, "bias", drop_prob=0.5)
     rf.init_train_step_run_ctx()
-    _save(plain, f"{tmp_path}/plain.npz")
-    _save(noisy, f"{tmp_path}/noisy.npz")
-    with open(f"{tmp_path}/plain.npz", "rb") as a, open(f"{tmp_path}/noisy.npz", "rb") as b:
+    rf.save_state(plain, f"{tmp_path}/plain.safetensors")
+    rf.save_state(noisy, f"{tmp_path}/noisy.safetensors")
+    with (
+        open(f"{tmp_path}/plain.safetensors", "rb") as a,
+        open(f"{tmp_path}/noisy.safetensors", "rb") as b,
+    ):
         assert a.read() == b.read()
     loaded, _, _ = _linear(seed=8)
     rf.weight_noise(loaded, "weight", std=0.5)
-    with np.load(f"{tmp_path}/plain.npz") as saved:
-        for name, param in loaded.named_parameters():
-            param.assign(saved[name])
+    rf.load_state(loaded, f"{tmp_path}/noisy.safetensors")
     assert rf.is_parametrized(loaded, "weight")
+    assert not rf.is_parametrized(loaded, "bias")
     np.testing.assert_array_equal(vars(loaded)["weight"].numpy(), plain.weight.numpy())
+    np.testing.assert_array_equal(loaded.bias.numpy(), plain.bias.numpy())
     assert not np.array_equal(loaded.weight.numpy(), plain.weight.numpy())
     with rf.get_run_ctx().train_flag_ctx(False):
         np.testing.assert_array_equal(loaded.weight.numpy(), plain.weight.numpy())

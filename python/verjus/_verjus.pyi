@@ -1654,6 +1654,17 @@ def host_memory_stats() -> tuple[int, int]:
 def reset_host_peak_memory() -> None:
     """Starts a new high-water mark of the host bytes at the current use."""
 
+def tape_saved_stats() -> tuple[int, int]:
+    """The bytes the autograd tape keeps for backward (distinct saved tensors of
+    live graphs, parameters not counted; all devices).
+
+    :return: ``(current, peak)``: held now, and the most since the last reset
+    :rtype: tuple[int, int]
+    """
+
+def reset_tape_saved_peak() -> None:
+    """Starts a new high-water mark of the tape's saved bytes at the current ones."""
+
 class CheckpointScopeGuard:
     """A gradient checkpoint scope of the tape, entered by ``enter`` and left by
     ``exit`` on the same thread: values made by ops in it are recomputed in

@@ -23,6 +23,7 @@ mod optim;
 mod parallel;
 mod permute;
 mod pool;
+mod random_batch;
 mod reduce;
 mod scratch;
 mod select;

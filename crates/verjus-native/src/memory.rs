@@ -1,14 +1,16 @@
 //! Copy, fill, cast and random fills on host memory.
 //!
 //! All four are bandwidth-bound loops over contiguous slices, split over the
-//! pool for large tensors. Random fills work one Philox block (four elements)
-//! at a time and start every task on a block boundary, so a parallel fill
-//! produces exactly the elements of the sequential definition
-//! (`rng::word_at` / `rng::normal_at`) while hashing each block once.
+//! pool for large tensors. Random fills work sixteen Philox blocks (four
+//! elements each) at a time (`random_batch.rs`) and start every task on a
+//! block boundary, so a parallel fill produces the elements of the sequential
+//! definition (`rng::word_at` exactly, `rng::normal_at` within the
+//! cross-device tolerance) while hashing each block once.
 
 use crate::parallel::for_rows;
+use crate::random_batch::{self, BLOCKS, VALUES};
 use verjus_core::ops::Distribution;
-use verjus_core::{rng, DType, Element, Error, Result, Tensor};
+use verjus_core::{DType, Element, Error, Result, Tensor};
 
 /// `dst = src` (same dtype and element count, checked by the caller).
 pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
@@ -89,35 +91,30 @@ const BLOCK: usize = 4;
 
 /// Fills `dst` from the Philox stream at `(seed, offset)`: element `i` is
 /// `low + (high - low) * unit_uniform(word_at(seed, offset, i))` or
-/// `mean + std * normal_at(seed, offset, i)`.
+/// `mean + std * normal_at(seed, offset, i)` (within the cross-device
+/// tolerance: the Box–Muller transform uses polynomial `ln`, `sin`, `cos`).
 pub(crate) fn random(dst: &mut Tensor, dist: Distribution, seed: u64, offset: u64) -> Result<()> {
     let dst = dst.as_mut_slice::<f32>()?;
     match dist {
-        Distribution::Uniform { low, high } => fill_blocks(dst, seed, offset, |w| {
-            w.map(|w| low + (high - low) * rng::unit_uniform(w))
+        Distribution::Uniform { low, high } => fill_batches(dst, offset, |counter| {
+            random_batch::uniform(seed, counter, low, high)
         }),
-        Distribution::Normal { mean, std } => fill_blocks(dst, seed, offset, |w| {
-            let (z0, z1) = rng::box_muller(w[0], w[1]);
-            let (z2, z3) = rng::box_muller(w[2], w[3]);
-            [z0, z1, z2, z3].map(|z| mean + std * z)
+        Distribution::Normal { mean, std } => fill_batches(dst, offset, |counter| {
+            random_batch::normal(seed, counter, mean, std)
         }),
     }
     Ok(())
 }
 
-/// Writes `f(block(seed, offset + b))` to elements `4b..4b + 4` of `dst`, the
-/// last block truncated; tasks cover whole blocks.
-fn fill_blocks(
-    dst: &mut [f32],
-    seed: u64,
-    offset: u64,
-    f: impl Fn([u32; BLOCK]) -> [f32; BLOCK] + Sync + Send,
-) {
+/// Writes `f(offset + b)` (the values of blocks `offset + b..offset + b +
+/// BLOCKS`) to elements `4b..4b + VALUES` of `dst` for `b = 0, BLOCKS, ...`,
+/// the last batch truncated; tasks cover whole blocks.
+fn fill_batches(dst: &mut [f32], offset: u64, f: impl Fn(u64) -> [f32; VALUES] + Sync + Send) {
     // A block costs about as much as 16 element-operations of a plain loop.
     for_rows(dst, BLOCK, 4 * BLOCK, |first_block, out| {
-        for (b, chunk) in out.chunks_mut(BLOCK).enumerate() {
-            let counter = offset.wrapping_add((first_block + b) as u64);
-            let values = f(rng::block(seed, counter));
+        for (i, chunk) in out.chunks_mut(VALUES).enumerate() {
+            let counter = offset.wrapping_add((first_block + i * BLOCKS) as u64);
+            let values = f(counter);
             chunk.copy_from_slice(&values[..chunk.len()]);
         }
     });
@@ -126,6 +123,7 @@ fn fill_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use verjus_core::rng;
 
     fn random_vec(n: usize, dist: Distribution) -> Vec<f32> {
         let mut t = Tensor::from_vec([n], vec![0f32; n]).unwrap();
@@ -154,8 +152,12 @@ mod tests {
         for i in (0..n).step_by(997).chain([n - 1]) {
             let ui = -2.0 + 5.0 * rng::unit_uniform(rng::word_at(42, 7, i));
             assert_eq!(u[i].to_bits(), ui.to_bits(), "uniform element {i}");
+            // Within the conformance suite's tolerance (polynomial ln, sin, cos).
             let zi = 1.0 + 0.5 * rng::normal_at(42, 7, i);
-            assert_eq!(z[i].to_bits(), zi.to_bits(), "normal element {i}");
+            assert!(
+                (z[i] - zi).abs() <= 1e-5 * (1.0 + zi.abs()),
+                "normal element {i}"
+            );
         }
     }
 

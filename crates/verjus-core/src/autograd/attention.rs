@@ -7,6 +7,7 @@
 use super::alloc;
 use super::node::{need, BackwardFn};
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::ops::{self, AttentionArgs, AttentionGrads};
 use crate::{grad, Result, Tensor};
@@ -49,7 +50,8 @@ impl Var {
                 let mut lse = alloc::zeros(be, &plan.lse_shape())?;
                 ops::attention(be, &args, &mut out, &mut lse)?;
                 let out = Arc::new(out);
-                let saved_out = out.clone();
+                let saved_out = Saved::new(out.clone());
+                let lse = Saved::owned(lse);
                 let lengths = lengths.clone();
                 let backward: BackwardFn = Box::new(move |be, dout, inputs, needs| {
                     let (q, k, v) = (inputs.get(0)?, inputs.get(1)?, inputs.get(2)?);

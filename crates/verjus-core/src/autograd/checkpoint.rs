@@ -48,6 +48,7 @@
 //! re-run (memory, a device error), the error names the op and the scope.
 
 use super::node::MultiBackwardFn;
+use super::saved::Saved;
 use crate::{Backend, BackendRef, Error, Result, Tensor};
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -96,7 +97,7 @@ pub fn in_checkpoint_scope() -> bool {
 /// Where an input value of an op comes from in backward.
 pub(crate) enum Source {
     /// The value, kept (made outside any scope).
-    Kept(Arc<Tensor>),
+    Kept(Saved),
     /// Output `.1` of an op recorded in a scope, recomputed when needed.
     Replayed(Arc<Replay>, usize),
 }

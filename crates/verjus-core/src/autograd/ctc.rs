@@ -9,6 +9,7 @@ use super::alloc;
 use super::checkpoint::in_checkpoint_scope;
 use super::node::{recording, BackwardFn};
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::ops::CtcInputs;
 use crate::{grad, ops};
@@ -40,6 +41,7 @@ impl Var {
         Var::record("ctc_loss", be, &inputs, saves, move |be, xs| {
             let mut dlp = alloc::zeros(be, xs[0].shape())?;
             let losses = forward(be, xs, blank, max_approx, Some(&mut dlp))?;
+            let dlp = Saved::owned(dlp);
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let n = dy.numel();
                 let dy = dy.reshape([n, 1, 1])?;

@@ -9,6 +9,7 @@ use super::alloc;
 use super::checkpoint::in_checkpoint_scope;
 use super::node::{recording, BackwardFn};
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::{grad, ops};
 use crate::{Backend, Result, Shape, Tensor};
@@ -30,6 +31,7 @@ impl Var {
             let mut dlogits = alloc::zeros(be, xs[0].shape())?;
             let losses = forward(be, &xs[0], &xs[1], smoothing, Some(&mut dlogits))?;
             let n = losses.numel();
+            let dlogits = Saved::owned(dlogits);
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let dy = dy.reshape([n, 1])?;
                 let mut dx = alloc::zeros(be, dlogits.shape())?;

@@ -21,6 +21,7 @@ use super::checkpoint::ForwardFn;
 use super::node::{need, MultiBackwardFn};
 use super::record::{Reads, Saves};
 use super::resolve::Inputs;
+use super::saved::Saved;
 use super::var::Var;
 use crate::ops::{self, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs};
 use crate::{grad, Backend, Error, Result, Shape, Tensor};
@@ -216,7 +217,8 @@ impl Var {
             };
             ops::lstm_sequence(be, &args, out)?;
             let y = Arc::new(y);
-            let saved_y = y.clone();
+            let saved_y = Saved::new(y.clone());
+            let reserve = Saved::owned(reserve);
             let (count, lengths) = (xs.len(), lengths.clone());
             let backward: MultiBackwardFn = Box::new(move |be, dys, inputs, needs| {
                 let operands = operands_in_backward(inputs, count, present, lengths.clone())?;
@@ -256,7 +258,8 @@ impl Var {
             };
             ops::lstm_cell(be, &args, out)?;
             let h = Arc::new(h);
-            let saved_h = h.clone();
+            let saved_h = Saved::new(h.clone());
+            let reserve = Saved::owned(reserve);
             let (count, lengths) = (xs.len(), lengths.clone());
             let backward: MultiBackwardFn = Box::new(move |be, dys, inputs, needs| {
                 let operands = operands_in_backward(inputs, count, present, lengths.clone())?;

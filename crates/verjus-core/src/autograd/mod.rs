@@ -34,6 +34,8 @@
 //! - `node.rs`: graph nodes;
 //! - `record.rs`: how an op records itself, and what its backward reads;
 //! - `resolve.rs`: the input values handed to a backward when it runs;
+//! - `saved.rs`: the tensors nodes keep for backward, counted
+//!   ([`tape_saved_stats`]);
 //! - `checkpoint.rs`: gradient checkpoint scopes (values recomputed in
 //!   backward instead of kept; the design is described there);
 //! - `engine.rs`: the backward pass ([`Var::backward`], [`grad`]);
@@ -63,6 +65,7 @@ mod random;
 mod record;
 mod reduce;
 mod resolve;
+mod saved;
 mod select;
 mod shape_ops;
 mod softmax;
@@ -77,4 +80,5 @@ pub use ctc::CtcTargets;
 pub use engine::{grad, grad_with};
 pub use grad_mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 pub use lstm::LstmVars;
+pub use saved::{reset_tape_saved_peak, tape_saved_stats, TapeSavedStats};
 pub use var::Var;

@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, Pool2dParams, Pool2dPlan, PoolKind};
@@ -23,7 +24,7 @@ impl Var {
             let mut y = alloc::zeros(be, &plan.output_shape()?)?;
             ops::pool2d(be, kind, x, params, &mut y)?;
             let y = Arc::new(y);
-            let saved_y = y.clone();
+            let saved_y = Saved::new(y.clone());
             let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                 let x = inputs.get(0)?;
                 let mut dx = alloc::zeros(be, x.shape())?;

@@ -13,6 +13,7 @@
 
 use super::checkpoint::{in_checkpoint_scope, ForwardFn, Replay, Source};
 use super::node::{Backward, BackwardFn, MultiBackwardFn};
+use super::saved::Saved;
 use super::var::Var;
 use crate::{Backend, BackendRef, Error, Result, Tensor};
 use std::sync::Arc;
@@ -166,7 +167,10 @@ fn sources(
         .map(|(i, (v, value))| {
             reads(i).then(|| match v.replay() {
                 Some((r, output)) => Source::Replayed(r.clone(), output),
-                None => Source::Kept(value.clone()),
+                None if v.is_leaf() && v.requires_grad() => {
+                    Source::Kept(Saved::leaf(value.clone()))
+                }
+                None => Source::Kept(Saved::new(value.clone())),
             })
         })
         .collect()

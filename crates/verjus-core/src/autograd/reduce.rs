@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, ReduceOp, ReducePlan};
@@ -59,7 +60,7 @@ impl Var {
             let mut y = alloc::zeros(be, &shape)?;
             ops::reduce(be, op, x, &axes, &mut y)?;
             let y = Arc::new(y);
-            let saved_y = y.clone();
+            let saved_y = Saved::new(y.clone());
             let axes = axes.clone();
             let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                 let x = inputs.get(0)?;

@@ -68,7 +68,7 @@ impl Resolver {
     /// replayed sources resolved the same way).
     pub(crate) fn value(&mut self, source: &Source) -> Result<Arc<Tensor>> {
         let (replay, output) = match source {
-            Source::Kept(v) => return Ok(v.clone()),
+            Source::Kept(v) => return Ok(v.tensor().clone()),
             Source::Replayed(r, i) => (r, *i),
         };
         let k = key(replay, output);

@@ -3,6 +3,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::Result;
 use crate::{grad, ops};
@@ -27,7 +28,7 @@ impl Var {
             ops::softmax(be, &xs[0], axis, log, &mut y)?;
             let y = Arc::new(y);
             // The gradient needs only the output.
-            let saved_y = y.clone();
+            let saved_y = Saved::new(y.clone());
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let mut dx = alloc::zeros(be, dy.shape())?;
                 grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;

@@ -4,6 +4,7 @@
 use super::alloc;
 use super::node::BackwardFn;
 use super::record::{Reads, Saves};
+use super::saved::Saved;
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, UnaryGrad, UnaryOp};
@@ -107,7 +108,7 @@ impl Var {
                     Ok(vec![Some(dx)])
                 }),
                 UnaryGrad::Pointwise => {
-                    let y = y.clone();
+                    let y = Saved::new(y.clone());
                     Box::new(move |be, dy, inputs, _| {
                         let x = inputs.get(0)?;
                         let mut dx = alloc::zeros(be, x.shape())?;
