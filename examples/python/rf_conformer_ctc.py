@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +87,7 @@ class ConformerCtc(rf.Module):
 class Batch:
     """A ``StripBatch`` as rf tensors."""
 
+    batch_dim: rf.Dim
     features: rf.Tensor
     columns: rf.Dim
     labels: rf.Tensor
@@ -94,20 +95,26 @@ class Batch:
     size: int
 
 
-def to_batch(batch: verjus.data.StripBatch, model: ConformerCtc) -> Batch:
-    """Features over ``[batch, columns, rows]`` and labels over ``[batch,
-    label_positions]``, both spatial dims dynamic."""
-    columns = rf.Dim(rf.convert_to_tensor(batch.lengths, dims=[rf.batch_dim]), name="columns")
+def to_batch(
+    batch: verjus.data.StripBatch,
+    model: ConformerCtc,
+    batch_dim: rf.Dim = rf.batch_dim,
+) -> Batch:
+    """Features over ``[batch_dim, columns, rows]`` and labels over
+    ``[batch_dim, label_positions]`` (sparse ``model.wb_dim``), both spatial
+    dims dynamic."""
+    columns = rf.Dim(rf.convert_to_tensor(batch.lengths, dims=[batch_dim]), name="columns")
     positions = rf.Dim(
-        rf.convert_to_tensor(batch.label_lengths, dims=[rf.batch_dim]), name="label_positions"
+        rf.convert_to_tensor(batch.label_lengths, dims=[batch_dim]), name="label_positions"
     )
     return Batch(
+        batch_dim=batch_dim,
         features=rf.convert_to_tensor(
-            batch.features, dims=[rf.batch_dim, columns, model.in_dim], feature_dim=model.in_dim
+            batch.features, dims=[batch_dim, columns, model.in_dim], feature_dim=model.in_dim
         ),
         columns=columns,
         labels=rf.convert_to_tensor(
-            batch.labels, dims=[rf.batch_dim, positions], sparse_dim=model.wb_dim
+            batch.labels, dims=[batch_dim, positions], sparse_dim=model.wb_dim
         ),
         label_positions=positions,
         size=len(batch.lengths),
@@ -125,7 +132,7 @@ def train_step(model: ConformerCtc, opt: rf.AdamW, batch: Batch) -> rf.Tensor:
         targets_spatial_dim=batch.label_positions,
         blank_index=NUM_CLASSES,
     )
-    loss = rf.reduce_sum(ctc, axis=rf.batch_dim) * (1.0 / batch.size)
+    loss = rf.reduce_sum(ctc, axis=batch.batch_dim) * (1.0 / batch.size)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -161,7 +168,12 @@ class Result:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return make_parser(__doc__).parse_args(argv)
+
+
+def make_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of this example (the attention variant adds its own)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--train-strips", type=int, default=6000)
     p.add_argument("--test-strips", type=int, default=1000)
@@ -172,7 +184,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--data", default=None, help="Fashion-MNIST folder (default: system's)")
-    return p.parse_args(argv)
+    return p
 
 
 def make_strips(args: argparse.Namespace) -> tuple[verjus.data.ImageStrips, ...]:
@@ -192,6 +204,28 @@ def main(argv: Sequence[str] | None = None) -> Result:
         rf.set_default_device(args.device)
     rf.set_random_seed(args.seed)
     model = ConformerCtc(train.height, args.model_dim, args.layers, args.heads)
+    return fit(
+        args,
+        model,
+        train,
+        test,
+        lambda opt, arrays: train_step(model, opt, to_batch(arrays, model)),
+        lambda strips: label_error_rate(model, strips),
+    )
+
+
+def fit(
+    args: argparse.Namespace,
+    model: rf.Module,
+    train: verjus.data.ImageStrips,
+    test: verjus.data.ImageStrips,
+    step: Callable[[rf.AdamW, verjus.data.StripBatch], rf.Tensor],
+    test_ler: Callable[[verjus.data.ImageStrips], float],
+) -> Result:
+    """Trains ``model`` for ``args.epochs`` epochs over ``train`` (AdamW with
+    the warm-up and cosine schedule), ``step(opt, arrays)`` per batch returning
+    its loss; after each epoch prints the mean loss, ``test_ler(test)`` and the
+    seconds. The attention variant (``rf_conformer_att.py``) uses it too."""
     steps = args.epochs * len(train.plan(args.batch_size, args.seed))
     schedule = verjus.optim.CosineWarmup(
         warmup_steps=max(1, int(WARMUP * steps)), total_steps=max(2, steps), min_lr=MIN_LR
@@ -208,13 +242,10 @@ def main(argv: Sequence[str] | None = None) -> Result:
     for epoch in range(args.epochs):
         rf.init_train_step_run_ctx(train_flag=True)
         start = time.perf_counter()
-        losses = [
-            train_step(model, opt, to_batch(arrays, model))
-            for arrays in train.batches(args.batch_size, args.seed, epoch)
-        ]
+        losses = [step(opt, arrays) for arrays in train.batches(args.batch_size, args.seed, epoch)]
         values = [float(v.numpy()) for v in losses]  # read once, after the epoch
         train_s = time.perf_counter() - start
-        ler = label_error_rate(model, test)
+        ler = test_ler(test)
         tenth = max(1, len(values) // 10)
         result.first_loss.append(float(np.mean(values[:tenth])))
         result.last_loss.append(float(np.mean(values[-tenth:])))
