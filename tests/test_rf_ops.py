@@ -269,3 +269,20 @@ def test_where_keeps_the_sparse_dim_of_its_values() -> None:
     assert rf.where(mask, zeros, labels).sparse_dim == v
     assert rf.where(mask, zeros, zeros).sparse_dim is None
     np.testing.assert_array_equal(np.asarray(rf.where(mask, labels, zeros).raw_tensor), [1, 0])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("padding", [(0, 1), (1, 0), (2, 1)])
+def test_pad_of_label_ids_keeps_their_sparse_dim_and_dtype(dtype: str, padding) -> None:
+    """Padding a dynamic dim of label ids on either side keeps the ids' dtype
+    and ``sparse_dim`` (padding after each sequence's end used to drop it)."""
+    b, v = rf.batch_dim, rf.Dim(10, name="v")
+    t = rf.Dim(rf.convert_to_tensor(np.array([2, 3], np.int32), dims=[b]), name="t")
+    x = rf.convert_to_tensor(np.array([[1, 2, 0], [3, 4, 5]], dtype), dims=[b, t], sparse_dim=v)
+    y, (t2,) = rf.pad(x, axes=[t], padding=[padding], value=9)
+    assert y.dtype == dtype
+    assert y.sparse_dim == v
+    left, right = padding
+    expected = [[9] * left + row[:n] + [9] * right for row, n in ([[1, 2, 0], 2], [[3, 4, 5], 3])]
+    got = y.copy_transpose([b, t2]).numpy().tolist()
+    assert [g[: len(e)] for g, e in zip(got, expected, strict=True)] == expected

@@ -155,5 +155,6 @@ fn fill_after_ends(
     let out_dims = crate::align::union(x.dims(), inside.dims());
     let fill = RfTensor::scalar(value, x.backend())?;
     let y = select_into(out_dims, &inside, x, &fill)?;
-    crate::unary::cast(&y, x.dtype())
+    // The cast back to x's dtype keeps the values; the sparse dim is x's too.
+    crate::unary::cast(&y, x.dtype())?.with_sparse_dim(x.sparse_dim().cloned())
 }
