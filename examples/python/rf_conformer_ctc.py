@@ -26,10 +26,9 @@ references / the summed reference lengths) and the training time.
 ``examples/python/torch_conformer_ctc.py`` is the same in PyTorch (a test
 checks that it computes the same logits from the same weights).
 
-Measured (``--epochs 3``, the defaults otherwise, 2 cores shared with other
-jobs, load 3.5-5, so the times are indicative): test LER 22.04 / 15.75 /
-13.37 %, 85 / 63 / 76 s per epoch; the PyTorch twin (2 threads) 24.62 / 14.57
-/ 12.85 %, 108 / 153 / 169 s per epoch.
+Measured on a quiet 2-core machine (``--epochs 2``, the defaults otherwise):
+test LER 22.73 / 16.66 %, 62.5 / 59.4 s per epoch; the PyTorch twin (2
+threads) 22.99 / 16.46 %, 24.2 / 23.7 s per epoch (BENCHMARKS.md, stop 29).
 """
 
 from __future__ import annotations
