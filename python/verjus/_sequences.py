@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["check_lengths", "is_ragged", "pad", "zero_padding"]
+__all__ = ["check_lengths", "is_ragged", "pad"]
 
 _I32 = np.iinfo(np.int32)
 
@@ -84,11 +84,3 @@ def check_lengths(
             f"{what}: example {b} has length {int(given[b])}, outside {least}..={time} ({why})"
         )
     return given.astype(np.int32, copy=False)
-
-
-def zero_padding(output: npt.NDArray[Any], lengths: npt.NDArray[np.int32]) -> npt.NDArray[Any]:
-    """``output`` (batch-major ``[batch, T, ...]``) with the frames at or past
-    each example's length set to 0."""
-    mask = np.arange(output.shape[1])[None, :] >= lengths[:, None]
-    output[mask] = 0
-    return output

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from verjus import _verjus
 from verjus._config import dumps_finite
-from verjus._sequences import check_lengths, is_ragged, pad, zero_padding
+from verjus._sequences import check_lengths, is_ragged, pad
 from verjus.nn import Graph, Sequential
 
 __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network", "Stepper"]
@@ -222,12 +222,6 @@ class Network:
         else:
             arrays, lengths = self._sequence_batch(arrays, lengths, "forward")
             outputs = self._native.forward_sequences(arrays, lengths)
-            if lengths is not None:
-                flags = self._native.sequence_outputs()
-                outputs = [
-                    zero_padding(o, lengths) if f else o
-                    for o, f in zip(outputs, flags, strict=True)
-                ]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     @property

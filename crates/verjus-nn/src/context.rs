@@ -423,7 +423,7 @@ impl Context {
     pub(crate) fn clear_output_padding(&mut self, be: &dyn Backend, net: &Network) -> Result<()> {
         for &v in &self.outputs {
             if net.value_seq[v] {
-                seqcheck::clear_padding(be, &mut self.values[v], &self.lengths_host)?;
+                seqcheck::zero_padding(be, &mut self.values[v], &self.lengths_host)?;
             }
         }
         Ok(())

@@ -126,14 +126,35 @@ pub(crate) fn clear_padding(be: &dyn Backend, value: &mut Tensor, lengths: &[i32
     }
 }
 
-fn clear<T: Element>(be: &dyn Backend, value: &mut Tensor, lengths: &[i32]) -> Result<()> {
+/// Whether row `row` (`t * batch + b`) of a time-major value is a real frame
+/// (`t < lengths[b]`) rather than padding.
+fn real_row(row: usize, lengths: &[i32]) -> bool {
     let batch = lengths.len().max(1);
+    (row / batch) < lengths.get(row % batch).map_or(0, |&l| l.max(0) as usize)
+}
+
+/// Sets the padding frames of a time-major float output to 0 on its device:
+/// one `select` against a `[rows, 1, ..]` mask (a few bytes to upload), so a
+/// GPU value is not taken to the host and back.
+pub(crate) fn zero_padding(be: &dyn Backend, value: &mut Tensor, lengths: &[i32]) -> Result<()> {
+    let rows = value.dims().first().copied().unwrap_or(0);
+    let keep: Vec<f32> = (0..rows)
+        .map(|r| if real_row(r, lengths) { 1.0 } else { 0.0 })
+        .collect();
+    let mut dims = vec![1; value.dims().len().max(1)];
+    dims[0] = rows;
+    let mask = ops::upload(be, &Tensor::from_vec(dims, keep)?)?;
+    let zero = ops::upload(be, &Tensor::from_vec([1], vec![0f32])?)?;
+    let mut out = ops::zeros(be, value.shape(), DType::F32)?;
+    ops::select(be, &mask, value, &zero, &mut out)?;
+    *value = out;
+    Ok(())
+}
+
+fn clear<T: Element>(be: &dyn Backend, value: &mut Tensor, lengths: &[i32]) -> Result<()> {
     let rows = value.dims().first().copied().unwrap_or(0).max(1);
     let width = value.numel() / rows;
-    let real = |i: usize| {
-        let row = i / width.max(1);
-        (row / batch) < lengths.get(row % batch).map_or(0, |&l| l.max(0) as usize)
-    };
+    let real = |i: usize| real_row(i / width.max(1), lengths);
     if value.device() == Device::Cpu {
         for (i, v) in value.as_mut_slice::<T>()?.iter_mut().enumerate() {
             if !real(i) {
