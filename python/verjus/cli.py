@@ -348,16 +348,16 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    definition: object = args.network
-    text = Path(args.network).read_text() if Path(args.network).is_file() else None
-    if text is not None and has_vocab_placeholder(json.loads(text)):
-        if args.vocab is None:
-            raise ValueError(
-                f'{args.network}: its size is "vocab", taken from the data by `verjus train`; '
-                "give the vocabulary size with --vocab N"
-            )
-        definition = fill_vocab(json.loads(text), args.vocab, args.network)
-    Network.from_def(definition).summary()
+    definition = _read_definition(args.network)
+    if definition is None or not has_vocab_placeholder(definition):
+        Network.from_def(args.network).summary()
+        return 0
+    if args.vocab is None:
+        raise ValueError(
+            f'{args.network}: its size is "vocab", taken from the data by `verjus train`; '
+            "give the vocabulary size with --vocab N"
+        )
+    Network.from_def(fill_vocab(definition, args.vocab, args.network)).summary()
     return 0
 
 
