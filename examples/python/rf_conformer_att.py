@@ -76,9 +76,8 @@ def teacher_forcing(
     arrays: verjus.data.StripBatch, batch: ctc.Batch, target_dim: rf.Dim
 ) -> tuple[rf.Tensor, rf.Tensor, rf.Dim]:
     """The decoder's inputs (BOS, then the labels) and targets (the labels,
-    then EOS) over ``[batch, positions]``, one position more than the labels.
-    Built on the host: ``rf.pad`` on the right of a dynamic dim drops the
-    labels' ``sparse_dim``."""
+    then EOS) over ``[batch, positions]``, one position more than the labels,
+    built on the host from the batch's label arrays (both share the new dim)."""
     size, width = arrays.labels.shape
     inputs = np.full((size, width + 1), BOS_EOS, np.int32)
     inputs[:, 1:] = arrays.labels
