@@ -99,7 +99,7 @@ fn parse_count(name: &str, text: &str) -> Result<usize, String> {
 
 /// The backend `workload` runs on: the native one, or CUDA device 0 set up for
 /// it (TF32 as the workload asks) and returned a second time for its memory
-/// statistics (peak reset after the first call, see [`timing::first_call`]).
+/// statistics (peak reset after the first call, see [`timing::reset_peak_after_first_call`]).
 fn backend(
     workload: &workloads::Workload,
     cuda: bool,
@@ -131,13 +131,7 @@ fn run(workload: &workloads::Workload, opts: &Options) -> Value {
         }
     };
     let result = workload.prepare(be.clone()).and_then(|mut f| {
-        if cuda.is_some() {
-            timing::first_call(&*be, &mut f, || {
-                if let Some(c) = &cuda {
-                    c.reset_peak_memory();
-                }
-            })?;
-        }
+        timing::reset_peak_after_first_call(cuda.as_deref(), &mut f)?;
         if workload.once() {
             timing::once(&*be, &mut f)
         } else {

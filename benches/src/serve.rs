@@ -69,11 +69,7 @@ impl<R: BufRead, W: Write> Session<R, W> {
             return self.reply(&line);
         }
         let prepared = workload.prepare(be.clone()).and_then(|mut f| {
-            timing::first_call(&*be, &mut f, || {
-                if let Some(c) = &cuda {
-                    c.reset_peak_memory();
-                }
-            })?;
+            timing::reset_peak_after_first_call(cuda.as_deref(), &mut f)?;
             Ok((timing::warm_up(&*be, &mut f, warmup)?, f))
         });
         let (calls, mut f) = match prepared {

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 use verjus_core::{Backend, Result};
+use verjus_cuda::CudaBackend;
 
 /// The shortest sample worth timing.
 pub const MIN_SAMPLE: Duration = Duration::from_millis(10);
@@ -21,18 +22,19 @@ pub struct Timing {
 
 /// Runs `f` `warmup` times (at least once) and returns how many calls make
 /// one sample of at least [`MIN_SAMPLE`].
-/// One call of `f`, waited for, then `after`. The GPU runs reset their peak
-/// memory in `after`, so that the peak they report is a step's in steady state,
-/// as PyTorch's side measures it (one step, reset, one step): without the first
-/// call's one-time cuDNN algorithm searches and buffer growth.
-pub fn first_call(
-    be: &dyn Backend,
+/// On a GPU, one call of `f`, waited for, then the peak memory reset, so that
+/// the peak reported later is a step's in steady state, as PyTorch's side
+/// measures it (one step, reset, one step): without the first call's one-time
+/// cuDNN algorithm searches and buffer growth. Nothing on the CPU.
+pub fn reset_peak_after_first_call(
+    cuda: Option<&CudaBackend>,
     f: &mut dyn FnMut() -> Result<()>,
-    after: impl FnOnce(),
 ) -> Result<()> {
-    f()?;
-    be.synchronize()?;
-    after();
+    if let Some(c) = cuda {
+        f()?;
+        c.synchronize()?;
+        c.reset_peak_memory();
+    }
     Ok(())
 }
 
