@@ -47,8 +47,9 @@ class Step(NamedTuple):
 
 
 def _step(loss: Callable[[], rf.Tensor]) -> Step:
-    """Python's cycle collector is off meanwhile: run during the step, it freed
-    earlier tests' tensors and took their bytes off the step's counts."""
+    """One forward and backward of ``loss``, measured. Python's cycle collector
+    is off meanwhile: run during the step, it freed earlier tests' tensors and
+    took their bytes off the step's counts."""
     gc.collect()
     gc.disable()
     try:
