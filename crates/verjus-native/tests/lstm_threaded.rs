@@ -133,3 +133,11 @@ fn threaded_steps_match_the_reference_with_lengths() {
 fn threaded_steps_match_the_reference_at_full_length() {
     check(4, 40, 5, 96, false);
 }
+
+#[test]
+fn fused_steps_match_the_reference_with_partial_tiles() {
+    // H = 80: five blocks, so two threads own two and three (tiles of fewer
+    // than four blocks); B = 47 and 23: last tiles of five rows.
+    check(5, 47, 7, 80, true);
+    check(3, 23, 9, 128, false);
+}

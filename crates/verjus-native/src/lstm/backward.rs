@@ -14,7 +14,9 @@
 use super::gates::backward_row;
 use super::layout::Layout;
 use super::team::{run_stages, Shared};
-use super::{fill_or_copy, take_scratch, Operands};
+use super::{fill_or_copy, fused_available, take_scratch, Operands};
+#[cfg(target_arch = "x86_64")]
+use super::{row_parts, run_parts};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};
 use std::ops::Range;
 use verjus_core::ops::{LstmArgs, LstmGrads, LstmOutputGrads, LstmPlan};
@@ -41,19 +43,28 @@ pub(crate) fn backward(
     let (acts, cells) = reserve.as_slice::<f32>()?.split_at(frames * g_len);
     // Scratch: the gate gradients of every frame, dh, dc and the recurrent
     // product of the state, the bias gradient, and (blocked) W_hh, W_ih in gate
-    // order and one weight gradient in gate order.
+    // order and the weight gradients in gate order (`dW_hh`, then `dW_ih`);
+    // the fused kernel's parts each sum the bias and weight gradients of their
+    // rows (the first part's sums come first).
+    let fused = fused_available(&layout, h_len);
+    #[cfg(target_arch = "x86_64")]
+    let parts = if fused { row_parts(b_len) } else { 1 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let parts = 1;
+    let dw_part_len = g_len * (h_len + f_len);
     let (w_hh_len, w_ih_len, dw_len) = if layout.blocked() {
-        (g_len * h_len, g_len * f_len, g_len * h_len.max(f_len))
+        (g_len * h_len, g_len * f_len, parts * dw_part_len)
     } else {
         (0, 0, 0)
     };
-    let len = frames * g_len + 3 * state_len + g_len + w_hh_len + w_ih_len + dw_len;
+    let db_len = parts * g_len;
+    let len = frames * g_len + 3 * state_len + db_len + w_hh_len + w_ih_len + dw_len;
     let mut scratch = take_scratch(op, len)?;
     let (dgates, rest) = scratch.0[..len].split_at_mut(frames * g_len);
     let (dh, rest) = rest.split_at_mut(state_len);
     let (dc, rest) = rest.split_at_mut(state_len);
     let (dh_rec, rest) = rest.split_at_mut(state_len);
-    let (db, rest) = rest.split_at_mut(g_len);
+    let (db, rest) = rest.split_at_mut(db_len);
     let (w_hh, rest) = rest.split_at_mut(w_hh_len);
     let (w_ih, dw) = rest.split_at_mut(w_ih_len);
     fill_or_copy(dh, dout.dh_n.map(|t| t.as_slice::<f32>()).transpose()?);
@@ -67,6 +78,17 @@ pub(crate) fn backward(
         (v.w_hh, v.w_ih)
     };
     let needs_db = grads.db_ih.is_some() || grads.db_hh.is_some();
+    // The fused steps add each frame's share of the weight gradients as they go.
+    let (dw_hh_acc, dw_ih_acc) = if fused {
+        dw.fill(0.0);
+        let (dw_hh, dw_ih) = dw.split_at_mut(g_len * h_len);
+        (
+            grads.dw_hh.is_some().then(|| Shared::new(dw_hh)),
+            grads.dw_ih.is_some().then(|| Shared::new(dw_ih)),
+        )
+    } else {
+        (None, None)
+    };
     let step = Step {
         v: &v,
         layout,
@@ -80,12 +102,34 @@ pub(crate) fn backward(
         dc: Shared::new(dc),
         dh_rec: Shared::new(dh_rec),
         db: needs_db.then(|| Shared::new(db)),
+        y,
+        dw_hh: dw_hh_acc,
+        dw_ih: dw_ih_acc,
+        dw_part_len,
     };
     // Stage s runs step t = T-1-s, after dh_t from step t+1; one more stage
     // gives dh_{-1} = dh0 when it is asked for.
     let stages = t_len + usize::from(grads.dh0.is_some());
     let mut failed = None;
-    if layout.blocked() {
+    if fused {
+        #[cfg(target_arch = "x86_64")]
+        run_parts(b_len, |part, rows| {
+            for s in 0..stages {
+                // SAFETY: the fused kernel is available, and the parts' rows
+                // and gradient sums are disjoint.
+                unsafe { step.fused_stage(s, rows.clone(), part) };
+            }
+        });
+        // The parts' sums of the weight and bias gradients into the first's.
+        let (first, rest) = dw.split_at_mut(dw_part_len);
+        for sums in rest.chunks_exact(dw_part_len).take(parts - 1) {
+            add_into(first, sums);
+        }
+        let (first, rest) = db.split_at_mut(g_len);
+        for sums in rest.chunks_exact(g_len).take(parts - 1) {
+            add_into(first, sums);
+        }
+    } else if layout.blocked() {
         let parts = layout.parts(rayon::current_num_threads());
         run_stages(stages, parts, |s, p| {
             let units = layout.part_units(p, parts);
@@ -113,6 +157,7 @@ pub(crate) fn backward(
         return Err(e);
     }
     let done = Done {
+        accumulated: fused,
         layout,
         plan,
         v: &v,
@@ -124,25 +169,42 @@ pub(crate) fn backward(
     done.write(dh, dc, dw, grads)
 }
 
+/// `dst += src`, element by element.
+fn add_into(dst: &mut [f32], src: &[f32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d += s;
+    }
+}
+
 /// What the stages of the backward share.
-struct Step<'a> {
-    v: &'a Operands<'a>,
+pub(super) struct Step<'a> {
+    pub(super) v: &'a Operands<'a>,
     layout: Layout,
-    plan: &'a LstmPlan,
+    pub(super) plan: &'a LstmPlan,
     /// `W_hh [4H, H]`, its rows in gate order.
-    w_hh: &'a [f32],
-    acts: &'a [f32],
-    cells: &'a [f32],
-    dy: Option<&'a [f32]>,
+    pub(super) w_hh: &'a [f32],
+    pub(super) acts: &'a [f32],
+    pub(super) cells: &'a [f32],
+    pub(super) dy: Option<&'a [f32]>,
     /// The gate gradients `[T, B, 4H]`.
-    dgates: Shared,
+    pub(super) dgates: Shared,
     /// The gradients of the state `[B, H]` at the step being run.
-    dh: Shared,
-    dc: Shared,
-    /// The recurrent product `dgates_t W_hh [B, H]` with lengths.
-    dh_rec: Shared,
-    /// The bias gradient `[4H]` in gate order, when asked for.
-    db: Option<Shared>,
+    pub(super) dh: Shared,
+    pub(super) dc: Shared,
+    /// The recurrent product `dgates_t W_hh [B, H]` with lengths (the fused
+    /// kernel's partial sums).
+    pub(super) dh_rec: Shared,
+    /// The bias gradient `[4H]` in gate order, when asked for (the fused
+    /// kernel's parts each have their own sums, `4H` apart).
+    pub(super) db: Option<Shared>,
+    /// The outputs `[T, B, H]` (`h_{t-1}` of frame `t`).
+    pub(super) y: &'a [f32],
+    /// The fused steps' weight gradients `[4H, H]` and `[4H, F]` (rows in
+    /// gate order), when asked for: the first part's sums, each later part's
+    /// [`Step::dw_part_len`] further on.
+    pub(super) dw_hh: Option<Shared>,
+    pub(super) dw_ih: Option<Shared>,
+    pub(super) dw_part_len: usize,
 }
 
 impl Step<'_> {
@@ -271,6 +333,8 @@ impl Step<'_> {
 
 /// What the gradients of the inputs are made from once the steps are done.
 struct Done<'a> {
+    /// Whether the steps left the weight gradients in the scratch (`dw_tmp`).
+    accumulated: bool,
     layout: Layout,
     plan: &'a LstmPlan,
     v: &'a Operands<'a>,
@@ -284,7 +348,8 @@ struct Done<'a> {
 impl Done<'_> {
     /// `dx`, `dh0`, `dc0`, the weight and bias gradients, from the gate
     /// gradients of every frame and the state gradients left at frame 0;
-    /// `dw_tmp` is room for one weight gradient in gate order (blocked layouts).
+    /// `dw_tmp` is room for the weight gradients in gate order (blocked
+    /// layouts), where the fused steps left them when `accumulated`.
     fn write(self, dh: &[f32], dc: &[f32], dw_tmp: &mut [f32], grads: LstmGrads<'_>) -> Result<()> {
         let plan = self.plan;
         let (t_len, b_len, f_len, h_len) = (plan.steps, plan.batch, plan.input, plan.hidden);
@@ -303,22 +368,26 @@ impl Done<'_> {
         }
         let layout = self.layout;
         // `dst = product` for a gradient of `g_len x n` in PyTorch's row order.
+        let accumulated = self.accumulated;
+        // dW_hh first in the scratch, then dW_ih.
         let mut in_order =
-            |dst: &mut [f32], n: usize, product: &dyn Fn(&mut [f32]) -> Result<()>| {
-                if layout.blocked() {
-                    product(&mut dw_tmp[..g_len * n])?;
-                    layout.rows_from(&dw_tmp[..g_len * n], n, dst);
-                    Ok(())
-                } else {
-                    product(dst)
+            |dst: &mut [f32], n: usize, at: usize, product: &dyn Fn(&mut [f32]) -> Result<()>| {
+                if !layout.blocked() {
+                    return product(dst);
                 }
+                let tmp = &mut dw_tmp[at..at + g_len * n];
+                if !accumulated {
+                    product(tmp)?;
+                }
+                layout.rows_from(tmp, n, dst);
+                Ok(())
             };
         if let Some(dw) = grads.dw_ih {
             let x = MatRef {
                 data: self.v.x,
                 trans: false,
             };
-            in_order(dw.as_mut_slice()?, f_len, &|dst| {
+            in_order(dw.as_mut_slice()?, f_len, g_len * h_len, &|dst| {
                 let dg_t = MatRef {
                     data: self.dgates,
                     trans: true,
@@ -327,7 +396,7 @@ impl Done<'_> {
             })?;
         }
         if let Some(dw) = grads.dw_hh {
-            in_order(dw.as_mut_slice()?, h_len, &|dst| self.dw_hh(dst))?;
+            in_order(dw.as_mut_slice()?, h_len, 0, &|dst| self.dw_hh(dst))?;
         }
         for d in [grads.db_ih, grads.db_hh].into_iter().flatten() {
             layout.rows_from(self.db, 1, d.as_mut_slice()?);

@@ -10,8 +10,10 @@
 
 use super::gates::forward_row;
 use super::layout::Layout;
+#[cfg(target_arch = "x86_64")]
+use super::run_parts;
 use super::team::{run_stages, Shared};
-use super::{fill_or_copy, take_scratch, Operands};
+use super::{fill_or_copy, fused_available, take_scratch, Operands};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};
 use verjus_core::ops::{LstmArgs, LstmOutputs, LstmPlan};
 use verjus_core::Result;
@@ -33,29 +35,38 @@ pub(crate) fn forward(
         .reserve
         .as_mut_slice::<f32>()?
         .split_at_mut(t_len * b_len * g_len);
-    // Scratch: the summed bias, then (blocked) W_ih and W_hh^T in gate order.
+    // Scratch: the summed bias, then (blocked) W_ih (transposed for the fused
+    // kernel), W_hh^T and room for a weight in gate order (on the way to its
+    // transpose).
+    let fused = fused_available(&layout, h_len);
     let (w_ih_len, w_hh_len) = if layout.blocked() {
         (g_len * f_len, g_len * h_len)
     } else {
         (0, 0)
     };
-    let mut scratch = take_scratch(op, g_len + w_ih_len + w_hh_len)?;
+    let len = g_len + w_ih_len + w_hh_len + w_ih_len.max(w_hh_len);
+    let mut scratch = take_scratch(op, len)?;
     let (bias, rest) = scratch.0.split_at_mut(g_len);
     let (w_ih, rest) = rest.split_at_mut(w_ih_len);
-    let w_hh_t = &mut rest[..w_hh_len];
+    let (w_hh_t, rows) = rest.split_at_mut(w_hh_len);
     let bias = v.bias.map(|(bi, bh)| {
         layout.sum_to(bi, bh, bias);
         &*bias
     });
     let w_ih: &[f32] = if layout.blocked() {
-        layout.rows_to(v.w_ih, f_len, w_ih);
-        layout.transposed_to(v.w_hh, w_hh_t);
+        if fused {
+            layout.transposed_to(v.w_ih, f_len, rows, w_ih);
+        } else {
+            layout.rows_to(v.w_ih, f_len, w_ih);
+        }
+        layout.transposed_to(v.w_hh, h_len, rows, w_hh_t);
         w_ih
     } else {
         v.w_ih
     };
-    if t_len * b_len > 0 {
-        // The input projection of every frame: one GEMM.
+    if t_len * b_len > 0 && !fused {
+        // The input projection of every frame: one GEMM (the fused kernel
+        // adds each frame's to its tile instead).
         let x = MatRef {
             data: v.x,
             trans: false,
@@ -76,13 +87,23 @@ pub(crate) fn forward(
         layout,
         plan,
         bias,
+        w_ih_t: if fused { w_ih } else { &[] },
         w_hh_t,
         acts: Shared::new(acts),
         cells: Shared::new(cells),
         y: Shared::new(y),
     };
     let mut failed = None;
-    if layout.blocked() {
+    if fused {
+        #[cfg(target_arch = "x86_64")]
+        run_parts(b_len, |_, rows| {
+            for t in 0..t_len {
+                // SAFETY: the fused kernel is available, and the parts' rows
+                // are disjoint.
+                unsafe { step.fused_step(t, rows.clone()) };
+            }
+        });
+    } else if layout.blocked() {
         run_stages(t_len, parts, |t, p| step.part(t, p, parts));
     } else {
         // One part: PyTorch's order, the GEMM on W_hh as given.
@@ -122,25 +143,27 @@ pub(crate) fn forward(
 }
 
 /// What the stages of the forward share.
-struct Step<'a> {
-    v: &'a Operands<'a>,
+pub(super) struct Step<'a> {
+    pub(super) v: &'a Operands<'a>,
     layout: Layout,
-    plan: &'a LstmPlan,
+    pub(super) plan: &'a LstmPlan,
     /// `b_ih + b_hh` in gate order.
-    bias: Option<&'a [f32]>,
+    pub(super) bias: Option<&'a [f32]>,
+    /// `W_ih^T [F, 4H]` in gate order (the fused kernel only).
+    pub(super) w_ih_t: &'a [f32],
     /// `W_hh^T [H, 4H]` in gate order (blocked layouts only).
-    w_hh_t: &'a [f32],
+    pub(super) w_hh_t: &'a [f32],
     /// The gates `[T, B, 4H]`: pre-activations, then activations.
-    acts: Shared,
+    pub(super) acts: Shared,
     /// The cell states `[T, B, H]`.
-    cells: Shared,
+    pub(super) cells: Shared,
     /// The outputs `[T, B, H]`.
-    y: Shared,
+    pub(super) y: Shared,
 }
 
 impl Step<'_> {
     /// `h_{t-1}` (`None`: zeros).
-    fn h_prev(&self, t: usize) -> Option<*const f32> {
+    pub(super) fn h_prev(&self, t: usize) -> Option<*const f32> {
         let state = self.plan.batch * self.plan.hidden;
         if t == 0 {
             self.v.h0.map(|h| h.as_ptr())

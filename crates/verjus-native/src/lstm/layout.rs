@@ -13,6 +13,7 @@
 //!
 //! The choice depends on the plan alone, so a forward and its backward agree.
 
+use crate::transpose::transpose;
 use std::ops::Range;
 use verjus_core::ops::LstmPlan;
 
@@ -123,15 +124,13 @@ impl Layout {
         }
     }
 
-    /// Writes `w [4H, H]` (PyTorch's order) transposed into `dst [H, 4H]`,
+    /// Writes `w [4H, len]` (PyTorch's order) transposed into `dst [len, 4H]`,
     /// its columns in this order: the right-hand side of a step's GEMM.
-    pub(super) fn transposed_to(&self, w: &[f32], dst: &mut [f32]) {
-        let (h, g) = (self.hidden, 4 * self.hidden);
-        for (r, c) in self.order() {
-            for (k, &v) in w[r * h..(r + 1) * h].iter().enumerate() {
-                dst[k * g + c] = v;
-            }
-        }
+    /// `rows` (`4H x len`) receives `w`'s rows in this order on the way.
+    pub(super) fn transposed_to(&self, w: &[f32], len: usize, rows: &mut [f32], dst: &mut [f32]) {
+        let g = 4 * self.hidden;
+        self.rows_to(w, len, rows);
+        transpose(rows, len, dst, g, len, g);
     }
 }
 

@@ -10,9 +10,15 @@
 
 mod backward;
 mod forward;
+#[cfg(target_arch = "x86_64")]
+mod fused;
 mod gates;
 mod layout;
 mod team;
+#[cfg(target_arch = "x86_64")]
+mod tile;
+#[cfg(target_arch = "x86_64")]
+mod vmath;
 
 pub(crate) use backward::backward;
 pub(crate) use forward::forward;
@@ -69,6 +75,30 @@ impl<'a> Operands<'a> {
     fn length(&self, b: usize, steps: usize) -> usize {
         self.lengths.map_or(steps, |l| l[b] as usize)
     }
+}
+
+/// Whether the steps of this layout run the fused AVX-512 kernel ([`fused`]).
+#[cfg(target_arch = "x86_64")]
+fn fused_available(layout: &layout::Layout, hidden: usize) -> bool {
+    fused::available(layout, hidden)
+}
+
+/// Runs `work(part, rows)` over the batch's parts (see `fused::run_parts`).
+#[cfg(target_arch = "x86_64")]
+fn run_parts(batch: usize, work: impl Fn(usize, std::ops::Range<usize>) + Sync) {
+    fused::run_parts(batch, work)
+}
+
+/// The number of parts `run_parts` cuts a batch into.
+#[cfg(target_arch = "x86_64")]
+fn row_parts(batch: usize) -> usize {
+    fused::parts(batch)
+}
+
+/// Whether the steps of this layout run the fused AVX-512 kernel: never off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+fn fused_available(_layout: &layout::Layout, _hidden: usize) -> bool {
+    false
 }
 
 /// The calling thread's scratch buffer, at least `len` elements.
