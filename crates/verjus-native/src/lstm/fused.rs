@@ -32,7 +32,9 @@ use std::ops::Range;
 
 /// Whether the fused kernel runs steps of this layout on this CPU.
 pub(super) fn available(layout: &Layout, hidden: usize) -> bool {
-    layout.blocked() && hidden.is_multiple_of(BLOCK) && std::arch::is_x86_feature_detected!("avx512f")
+    layout.blocked()
+        && hidden.is_multiple_of(BLOCK)
+        && std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// Runs `work(part, rows)` for the parts of a batch of `batch` sequences,
