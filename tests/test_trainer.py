@@ -178,8 +178,9 @@ def test_an_exception_in_a_callback_stops_fit():
 def test_fit_releases_the_gil():
     """Another Python thread keeps running while ``fit`` computes."""
     rng = np.random.default_rng(0)
-    x = rng.random((2048, 1, 28, 28), dtype=np.float32)
-    y = rng.integers(0, 10, size=2048)
+    # 8192 images: 2048 took under 50 ms a step on a fast VM, too quick to tell.
+    x = rng.random((8192, 1, 28, 28), dtype=np.float32)
+    y = rng.integers(0, 10, size=8192)
     trainer = verjus.Trainer(verjus.Network.from_def(NETS / "fashion_mlp.json"), optim.Adam())
     ticks = 0
     running = threading.Event()
@@ -197,8 +198,8 @@ def test_fit_releases_the_gil():
     running.wait()
     start_ticks, start = ticks, time.perf_counter()
     try:
-        # One step of 2048 images per epoch: the GIL changes hands only between epochs.
-        trainer.fit(x, y, epochs=2, batch_size=2048, progress=False)
+        # One step of 8192 images per epoch: the GIL changes hands only between epochs.
+        trainer.fit(x, y, epochs=2, batch_size=8192, progress=False)
     finally:
         elapsed = time.perf_counter() - start
         progressed = ticks - start_ticks

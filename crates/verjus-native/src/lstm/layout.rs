@@ -7,7 +7,10 @@
 //! its gate loop reads nothing another thread writes. So the units are cut into
 //! blocks of [`BLOCK`] and the columns ordered block by block, each block
 //! holding its units' four gates (`[i | f | g | o]` of `BLOCK` units); a thread
-//! owns whole blocks. The weights are copied into this order once per call, and
+//! owns whole blocks. The fused kernel (`fused`) needs the same order for
+//! another reason: one block's four gates are one 64-column register tile, so
+//! its gate loop finds `i, f, g, o` of each unit in the tile it has just
+//! computed. The weights are copied into this order once per call, and
 //! the weight and bias gradients copied back. Small problems (a cell step) keep
 //! PyTorch's order, which needs no copies: one block of all `H` units.
 //!

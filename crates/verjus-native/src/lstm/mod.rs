@@ -3,10 +3,18 @@
 //! The reserve holds what the backward needs and nothing else: the gate
 //! activations `[T, B, 4H]` (columns in the order of [`layout`]) and the cell
 //! states `[T, B, H]`; `h_{t-1}` is read back from the outputs `y` (a finished
-//! sequence's output rows are 0, and its gate rows are never used). The
-//! forward and backward run their steps on several threads at once
-//! ([`team`]), each thread owning a block of hidden units; a cell step is the
-//! same code with `T = 1` and no lengths, on the calling thread.
+//! sequence's output rows are 0, and its gate rows are never used).
+//!
+//! Two ways run the steps of a sequence on several threads:
+//! - on AVX-512 with whole blocks of units ([`fused`]): each thread runs every
+//!   step of its own rows of the batch (the rows of an LSTM are independent),
+//!   with a register tile of the recurrent product finished by the gate loop;
+//! - elsewhere ([`team`]): each step is cut into blocks of hidden units, one
+//!   barrier a step, the product through the `gemm` crate and then the gate
+//!   loop ([`gates`]).
+//!
+//! A cell step and small problems keep PyTorch's gate order and run on the
+//! calling thread (see [`layout`]).
 
 mod backward;
 mod forward;
