@@ -11,7 +11,9 @@
 
 use crate::gemm::{sgemm_on, MatRef, Threads};
 use crate::scratch::Scratch;
+use crate::simd::simd;
 use rayon::prelude::*;
+use verjus_core::math::fast;
 use verjus_core::ops::{check_key_lengths, AttentionArgs, AttentionGrads, AttentionPlan};
 use verjus_core::{Error, Result, Tensor};
 
@@ -145,14 +147,20 @@ fn softmax_row(row: &mut [f32], visible: usize) -> f32 {
         return f32::NEG_INFINITY;
     }
     let max = seen.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0.0f32;
-    for x in seen.iter_mut() {
-        *x = (*x - max).exp();
-        sum += *x;
-    }
+    exp_shifted(seen, max);
+    let sum: f32 = seen.iter().sum();
     let inv = 1.0 / sum;
     seen.iter_mut().for_each(|x| *x *= inv);
     max + sum.ln()
+}
+
+/// `x = e^(x - shift)` over `row`, vectorised (`math::fast::exp`: the library
+/// `expf` is a scalar call per score).
+fn exp_shifted(row: &mut [f32], shift: f32) {
+    simd(
+        #[inline(always)]
+        || row.iter_mut().for_each(|x| *x = fast::exp(*x - shift)),
+    );
 }
 
 /// One entry's gradient slices, those asked for.
@@ -215,7 +223,7 @@ pub(crate) fn backward(
                 plan.visible(length, i)
             };
             let (seen, hidden) = p[i * tk..(i + 1) * tk].split_at_mut(visible);
-            seen.iter_mut().for_each(|x| *x = (*x - l).exp());
+            exp_shifted(seen, l);
             hidden.fill(0.0);
         }
         let (q, k, v) = e.operands(n);

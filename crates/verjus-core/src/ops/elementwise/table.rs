@@ -210,8 +210,13 @@ unary_ops! {
         cost: 5,
         gradient: Pointwise,
         apply: |x| x * sigmoid(x),
+        fast: |x| x * fast::sigmoid(x),
         derivative: |x, _y| {
             let s = sigmoid(x);
+            s * (1.0 + x * (1.0 - s))
+        },
+        fast_derivative: |x, _y| {
+            let s = fast::sigmoid(x);
             s * (1.0 + x * (1.0 - s))
         },
         cuda: "x * vj_sigmoid(x)",
