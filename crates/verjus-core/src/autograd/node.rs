@@ -129,8 +129,27 @@ impl Var {
         backward: Backward,
         sources: impl FnOnce() -> Vec<Option<Source>>,
     ) -> [Var; N] {
+        let vars = Var::from_op_outputs(name, values.into(), backend, inputs, backward, sources);
+        match vars.try_into() {
+            Ok(vars) => vars,
+            Err(_) => unreachable!("one Var per value"),
+        }
+    }
+
+    /// [`Var::from_op_many`] for a number of outputs known only at run time.
+    pub(crate) fn from_op_outputs(
+        name: &'static str,
+        values: Vec<Arc<Tensor>>,
+        backend: &BackendRef,
+        inputs: &[&Var],
+        backward: Backward,
+        sources: impl FnOnce() -> Vec<Option<Source>>,
+    ) -> Vec<Var> {
         if !recording(inputs) {
-            return values.map(|v| Var::from_parts(v, backend.clone(), false, None));
+            return values
+                .into_iter()
+                .map(|v| Var::from_parts(v, backend.clone(), false, None))
+                .collect();
         }
         let edges = inputs
             .iter()
@@ -148,15 +167,16 @@ impl Var {
             name,
             backend: backend.clone(),
             edges,
-            outputs: N,
+            outputs: values.len(),
             inputs: sources(),
             backward,
         });
-        let mut output = 0;
-        values.map(|v| {
-            let var = Var::from_parts(v, backend.clone(), true, Some((node.clone(), output)));
-            output += 1;
-            var
-        })
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(output, v)| {
+                Var::from_parts(v, backend.clone(), true, Some((node.clone(), output)))
+            })
+            .collect()
     }
 }

@@ -2,8 +2,8 @@
 
 use super::alloc;
 use super::checkpoint::in_checkpoint_scope;
-use super::node::{need, Backward, BackwardFn};
-use super::record::{one_output, Saves};
+use super::node::{need, Backward, BackwardFn, MultiBackwardFn};
+use super::record::Saves;
 use super::var::Var;
 use crate::grad;
 use crate::ops::{self, ConcatPlan, PermutePlan};
@@ -96,28 +96,42 @@ impl Var {
     }
 
     /// Splits along `axis` into parts of the given sizes (adding up to the
-    /// axis length). Each part has its own node, whose backward places the
-    /// part's gradient into zeros of the whole shape; the parts' gradients
-    /// then add up like those of any value used several times.
+    /// axis length). The parts share one node, whose backward concatenates
+    /// their gradients (zeros for a part no gradient reached) into the
+    /// whole's. In a gradient checkpoint scope each part is recorded on its
+    /// own, with a backward that places its gradient into zeros of the whole
+    /// shape (the parts' gradients then add up like those of any value used
+    /// several times).
     pub fn split(&self, axis: usize, sizes: &[usize]) -> Result<Vec<Var>> {
         let sizes: Arc<[usize]> = sizes.into();
         if !in_checkpoint_scope() {
-            let parts = split_parts(&**self.backend(), &self.value(), axis, &sizes)?;
-            return Ok(parts
-                .into_iter()
-                .map(|(part, backward)| {
-                    let backward = Backward::Kept(one_output("split", backward));
-                    let [part] = Var::from_op_many(
-                        "split",
-                        [Arc::new(part)],
-                        self.backend(),
-                        &[self],
-                        backward,
-                        Vec::new,
-                    );
-                    part
-                })
-                .collect());
+            let be = &**self.backend();
+            let (parts, shapes) = split_values(be, &self.value(), axis, &sizes)?;
+            let x_shape = self.shape();
+            let backward: MultiBackwardFn = Box::new(move |be, dys, _, _| {
+                let zeros = dys
+                    .iter()
+                    .zip(shapes.iter())
+                    .map(|(dy, s)| dy.is_none().then(|| alloc::zeros(be, s)).transpose())
+                    .collect::<Result<Vec<_>>>()?;
+                let pieces: Vec<&Tensor> = dys
+                    .iter()
+                    .zip(&zeros)
+                    .filter_map(|(dy, zero)| dy.as_ref().or(zero.as_ref()))
+                    .collect();
+                let mut dx = alloc::zeros(be, &x_shape)?;
+                grad::split(be, &pieces, axis, &mut dx)?;
+                Ok(vec![Some(dx)])
+            });
+            let parts = parts.into_iter().map(Arc::new).collect();
+            return Ok(Var::from_op_outputs(
+                "split",
+                parts,
+                self.backend(),
+                &[self],
+                Backward::Kept(backward),
+                Vec::new,
+            ));
         }
         // Recorded for recomputation: each part's forward makes the parts again
         // and keeps its own.
@@ -140,14 +154,13 @@ impl Var {
     }
 }
 
-/// The parts of `x` split along `axis`, each with its backward (which places
-/// the part's gradient into zeros of the whole shape).
-fn split_parts(
+/// The parts of `x` split along `axis`, and their shapes.
+fn split_values(
     be: &dyn Backend,
     x: &Tensor,
     axis: usize,
     sizes: &[usize],
-) -> Result<Vec<(Tensor, BackwardFn)>> {
+) -> Result<(Vec<Tensor>, Arc<[Shape]>)> {
     x.shape().dim("split", axis)?;
     let shapes = sizes
         .iter()
@@ -156,14 +169,26 @@ fn split_parts(
             dims[axis] = s;
             Shape::new(dims)
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Arc<[Shape]>>>()?;
     let mut parts = shapes
         .iter()
         .map(|s| alloc::zeros(be, s))
         .collect::<Result<Vec<_>>>()?;
     let mut outs: Vec<&mut Tensor> = parts.iter_mut().collect();
     ops::split(be, x, axis, &mut outs)?;
-    let shapes = Arc::new(shapes);
+    Ok((parts, shapes))
+}
+
+/// The parts of `x` split along `axis`, each with its backward (which places
+/// the part's gradient into zeros of the whole shape): the split recorded in
+/// a gradient checkpoint scope, part by part.
+fn split_parts(
+    be: &dyn Backend,
+    x: &Tensor,
+    axis: usize,
+    sizes: &[usize],
+) -> Result<Vec<(Tensor, BackwardFn)>> {
+    let (parts, shapes) = split_values(be, x, axis, sizes)?;
     let x_shape = x.shape().clone();
     Ok(parts
         .into_iter()
