@@ -28,30 +28,14 @@ pub enum HostData {
 impl HostData {
     /// Zero-filled elements; fails cleanly (no abort) when the memory is not there.
     pub fn zeros(dtype: DType, len: usize) -> Result<Self> {
-        // Allocated zeroed (`calloc`) rather than allocated and then filled:
-        // a large block comes as fresh pages from the kernel, which are zero
-        // already, and filling them again cost an eager step a sixth of its time.
         fn zeroed<T: Element>(len: usize) -> Result<Vec<T>> {
-            let fail = |why: &dyn fmt::Display| Error::Device {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|e| Error::Device {
                 device: "cpu".into(),
-                msg: format!(
-                    "cannot allocate {len} elements of {}: {why}",
-                    T::DTYPE.name()
-                ),
-            };
-            let layout = std::alloc::Layout::array::<T>(len).map_err(|e| fail(&e))?;
-            if layout.size() == 0 {
-                return Ok(Vec::new());
-            }
-            // SAFETY: the layout has a non-zero size.
-            let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
-            if ptr.is_null() {
-                return Err(fail(&"out of memory"));
-            }
-            // SAFETY: `ptr` was allocated by the global allocator with the layout
-            // of `len` elements of `T`, all initialised: the elements (f32, i64,
-            // i32) are zero with every bit 0.
-            Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+                msg: format!("cannot allocate {len} elements of {}: {e}", T::DTYPE.name()),
+            })?;
+            v.resize(len, T::default());
+            Ok(v)
         }
         Ok(match dtype {
             DType::F32 => HostData::F32(zeroed(len)?),
