@@ -7,14 +7,15 @@
 //! (`window.rs` keeps the padding itself independent of the batch). The
 //! symmetric part of the padding goes to the core op; the one extra entry
 //! on the right of an even window is added as zeros. Groups run as one
-//! core conv per group, joined along the channels.
+//! core conv per group, joined along the channels, except a depthwise conv
+//! (one input channel per group), which runs as a few ops for all groups.
 
 use crate::mask::masked;
 use crate::window::{pad_axis, Window};
 use crate::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::{self, Conv2dParams};
-use verjus_core::{Error, Result, Shape};
+use verjus_core::{Error, Result, Shape, Tensor};
 
 /// The arguments of [`conv`] besides the source (RETURNN's keywords).
 #[derive(Clone, Debug)]
@@ -212,6 +213,62 @@ fn filter_4d(args: &ConvArgs, one: bool) -> Result<Var> {
     }
 }
 
+/// A depthwise conv (one input channel per group, `m` outputs each): one
+/// gather lays out every window of every channel (`taps` values per output
+/// position), then each channel's taps are weighted by its filters and
+/// summed. A few ops for all groups, where a conv per group recorded hundreds
+/// of small ops on the tape (a Conformer's conv module has a group per model
+/// channel).
+fn depthwise(x: &Var, filter: &Var, bias: Option<&Var>, params: Conv2dParams) -> Result<Var> {
+    let &[b, c, h, w] = x.shape().dims() else {
+        unreachable!("the core conv's input is 4-D")
+    };
+    let &[o, _, kh, kw] = filter.shape().dims() else {
+        unreachable!("the core conv's filter is 4-D")
+    };
+    let [ph, pw] = params.padding;
+    let (hp, wp) = (h + 2 * ph, w + 2 * pw);
+    let span = |k: usize, d: usize| d * (k - 1) + 1;
+    let out = |len: usize, k: usize, i: usize| {
+        (len + 1)
+            .saturating_sub(span(k, params.dilation[i]))
+            .div_ceil(params.stride[i])
+    };
+    let (oh, ow) = (out(hp, kh, 0), out(wp, kw, 1));
+    // Window element (ky, kx) of output (oy, ox), in the padded input: the
+    // gather's indices, tap-major.
+    let mut idx = Vec::with_capacity(kh * kw * oh * ow);
+    for ky in 0..kh {
+        for kx in 0..kw {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let iy = oy * params.stride[0] + ky * params.dilation[0];
+                    let ix = ox * params.stride[1] + kx * params.dilation[1];
+                    idx.push((iy * wp + ix) as i64);
+                }
+            }
+        }
+    }
+    let be = x.backend();
+    let idx = ops::upload(&**be, &Tensor::from_vec([idx.len()], idx)?)?;
+    let idx = Var::constant(idx, be.clone())?;
+    let padded = pad_axis(&pad_axis(x, 2, (ph, ph), 0.0)?, 3, (pw, pw), 0.0)?;
+    let (m, taps) = (o / c, kh * kw);
+    let windows = padded
+        .reshape([b * c, hp * wp])?
+        .index_select(1, &idx)?
+        .reshape([b, c, 1, taps, oh * ow])?;
+    let weights = filter.reshape([1, c, m, taps, 1])?;
+    let y = windows
+        .mul(&weights)?
+        .sum(&[3], false)?
+        .reshape([b, o, oh, ow])?;
+    match bias {
+        Some(bias) => y.add(&bias.reshape([1, o, 1, 1])?),
+        None => Ok(y),
+    }
+}
+
 /// The core conv, one per group (split along the channels), joined.
 fn grouped(
     x: &Var,
@@ -224,6 +281,9 @@ fn grouped(
         return x.conv2d(filter, bias, params);
     }
     let (c, o) = (x.shape().dims()[1], filter.shape().dims()[0]);
+    if groups == c {
+        return depthwise(x, filter, bias, params);
+    }
     let xs = x.split(1, &vec![c / groups; groups])?;
     let fs = filter.split(0, &vec![o / groups; groups])?;
     let bs = bias
