@@ -17,8 +17,11 @@ use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 pub struct NativeBackend;
 
 impl NativeBackend {
-    /// The CPU backend.
+    /// The CPU backend (on glibc, it also keeps freed host memory in the
+    /// process for reuse: see `malloc_tuning`).
     pub fn new() -> Self {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        crate::malloc_tuning::keep_freed_memory();
         NativeBackend
     }
 }

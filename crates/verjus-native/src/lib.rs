@@ -18,6 +18,8 @@ mod gemm;
 mod index;
 mod loss;
 mod lstm;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod malloc_tuning;
 mod memory;
 mod optim;
 mod parallel;
@@ -39,15 +41,4 @@ use verjus_core::BackendRef;
 /// The shared native backend.
 pub fn backend() -> BackendRef {
     Arc::new(NativeBackend::new())
-}
-
-/// Runs `work` on one of the backend's worker threads and returns its result.
-///
-/// An op called from another thread (Python's, say) hands its parallel loops to
-/// the pool and sleeps until they are done: a wake-up across threads per op,
-/// which costs more than a small op computes. A sequence of many ops (a tape's
-/// backward pass) run here pays that once; its ops' loops then split among the
-/// workers directly.
-pub fn on_worker<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    rayon::scope(|_| work())
 }

@@ -8,11 +8,15 @@
 //! has succeeded, so a failed pass leaves them as they were. A node's backward
 //! gets the input values it reads from a [`Resolver`] that lives for the pass
 //! (recomputing values made in a gradient checkpoint scope; see `resolve.rs`).
+//! A pass issues many ops in a row, so it runs through the backend's
+//! [`Backend::run_scoped`] (on the native backend, on a worker of its pool:
+//! the caller no longer hands each op's parallel loops over and waits).
 
 use super::alloc;
 use super::node::{Backward, EdgeTarget, Node};
 use super::resolve::{Inputs, Resolver};
 use super::var::{on_device, Var};
+use crate::backend::scoped;
 use crate::{Backend, Error, Result, Tensor};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -30,7 +34,8 @@ impl Var {
     /// Backpropagates `seed` (the gradient of some scalar wrt this value, of
     /// its shape) into the leaves' gradient slots, as [`Var::backward`] does.
     pub fn backward_with(&self, seed: Tensor) -> Result<()> {
-        let outcome = run(vec![(self.clone(), seed)], None)?;
+        let be = self.backend().clone();
+        let outcome = scoped(&*be, || run(vec![(self.clone(), seed)], None))?;
         for (leaf, g) in outcome.leaves.into_values() {
             leaf.accumulate_grad(g)?;
         }
@@ -67,7 +72,11 @@ pub fn grad_with(
         .filter(|v| v.requires_grad())
         .map(Key::of)
         .collect();
-    let outcome = run(outputs.iter().cloned().zip(seeds).collect(), Some(&targets))?;
+    let pass = || run(outputs.iter().cloned().zip(seeds).collect(), Some(&targets));
+    let outcome = match outputs.first() {
+        Some(first) => scoped(&**first.backend(), pass)?,
+        None => pass()?,
+    };
     let mut found: HashMap<Key, Tensor> = outcome
         .nodes
         .into_iter()

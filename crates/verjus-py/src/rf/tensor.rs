@@ -98,8 +98,7 @@ impl PyTensor {
     /// the ``grad`` of every leaf ``p`` it depends on (parameters).
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
         let var = self.0.var().clone();
-        py.detach(move || verjus::native::on_worker(|| var.backward()))
-            .map_err(to_py_err)
+        py.detach(move || var.backward()).map_err(to_py_err)
     }
 
     /// The gradient accumulated by ``backward`` (leaves only), with this
