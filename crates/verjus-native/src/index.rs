@@ -63,17 +63,39 @@ pub(crate) fn index_select(
     if y.is_empty() {
         return Ok(());
     }
-    // Row r of y is slice idx[r % count] of outer slab r / count.
-    let copy_row = |(r, row): (usize, &mut [f32])| {
-        let src = ((r / count) * len + idx[r % count]) * inner;
-        row.copy_from_slice(&x[src..src + inner]);
+    // Slab o of y (count * inner elements) gathers from slab o of x. Rows of
+    // one element (a gather along the last axis) go element by element: a
+    // division per element to find its slab cost more than the copy.
+    let gather = |o: usize, out: &mut [f32], rows: std::ops::Range<usize>| {
+        let base = o * len;
+        if inner == 1 {
+            for (v, &i) in out.iter_mut().zip(&idx[rows]) {
+                *v = x[base + i];
+            }
+        } else {
+            for (row, &i) in out.chunks_exact_mut(inner).zip(&idx[rows]) {
+                let src = (base + i) * inner;
+                row.copy_from_slice(&x[src..src + inner]);
+            }
+        }
     };
+    let slab = count * inner;
     if y.len() < MIN_PARALLEL {
-        y.chunks_exact_mut(inner).enumerate().for_each(copy_row);
+        y.chunks_exact_mut(slab)
+            .enumerate()
+            .for_each(|(o, out)| gather(o, out, 0..count));
+    } else if plan.outer > 1 {
+        let min_slabs = (MIN_PARALLEL / 4 / slab).max(1);
+        y.par_chunks_exact_mut(slab)
+            .enumerate()
+            .with_min_len(min_slabs)
+            .for_each(|(o, out)| gather(o, out, 0..count));
     } else {
-        let min_rows = (MIN_PARALLEL / 4 / inner).max(1);
-        let rows = y.par_chunks_exact_mut(inner).enumerate();
-        rows.with_min_len(min_rows).for_each(copy_row);
+        // One slab (an embedding lookup): its rows in parallel.
+        let per = (MIN_PARALLEL / 4 / inner).max(1);
+        y.par_chunks_mut(per * inner)
+            .enumerate()
+            .for_each(|(c, out)| gather(0, out, c * per..(c * per + out.len() / inner)));
     }
     Ok(())
 }
@@ -93,6 +115,12 @@ pub(crate) fn index_add(
         return Ok(());
     }
     let add_slab = |(d, s): (&mut [f32], &[f32])| {
+        if plan.inner == 1 {
+            for (&v, &i) in s.iter().zip(&idx) {
+                d[i] += v;
+            }
+            return;
+        }
         for (row, &i) in s.chunks_exact(plan.inner).zip(&idx) {
             let out = &mut d[i * plan.inner..(i + 1) * plan.inner];
             out.iter_mut().zip(row).for_each(|(o, v)| *o += v);
