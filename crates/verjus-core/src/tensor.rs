@@ -16,6 +16,7 @@ use crate::view::BorrowedHost;
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 /// Elements of a host tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +85,9 @@ pub enum Storage {
     Host(HostData),
     /// Host elements borrowed read-only from the caller (see [`Tensor::view`]).
     Borrowed(BorrowedHost),
+    /// Another host tensor's elements, read-only, under this tensor's shape:
+    /// a reshape that copies nothing (see [`Tensor::alias`]).
+    Alias(Arc<Tensor>),
     Device(Box<dyn DeviceStorage>),
 }
 
@@ -131,7 +135,7 @@ impl Tensor {
     fn build(shape: Shape, dtype: DType, storage: Storage) -> Self {
         let counted = match &storage {
             Storage::Host(h) => h.len() * h.dtype().size_in_bytes(),
-            Storage::Borrowed(_) | Storage::Device(_) => 0,
+            Storage::Borrowed(_) | Storage::Alias(_) | Storage::Device(_) => 0,
         };
         host_memory::allocated(counted);
         Tensor {
@@ -153,6 +157,7 @@ impl Tensor {
         let host = match &storage {
             Storage::Host(h) => Some((h.dtype(), h.len())),
             Storage::Borrowed(b) => Some((b.dtype(), b.len())),
+            Storage::Alias(t) => Some((t.dtype(), t.numel())),
             Storage::Device(_) => None,
         };
         if let Some((host_dtype, len)) = host {
@@ -192,6 +197,7 @@ impl Tensor {
     pub fn device(&self) -> Device {
         match &self.storage {
             Storage::Host(_) | Storage::Borrowed(_) => Device::Cpu,
+            Storage::Alias(t) => t.device(),
             Storage::Device(d) => d.device(),
         }
     }
@@ -211,6 +217,7 @@ impl Tensor {
         match &self.storage {
             Storage::Host(h) => T::host_slice(h).ok_or_else(|| self.dtype_error::<T>()),
             Storage::Borrowed(b) => b.as_slice::<T>().ok_or_else(|| self.dtype_error::<T>()),
+            Storage::Alias(t) => t.as_slice::<T>(),
             Storage::Device(d) => Err(not_on_host(d.device())),
         }
     }
@@ -224,6 +231,10 @@ impl Tensor {
             Storage::Borrowed(_) => Err(Error::invalid(
                 "host access",
                 "the tensor is a read-only view of borrowed memory",
+            )),
+            Storage::Alias(_) => Err(Error::invalid(
+                "host access",
+                "the tensor is a read-only alias of another tensor's elements",
             )),
             Storage::Device(d) => Err(not_on_host(d.device())),
         }
@@ -240,6 +251,24 @@ impl Tensor {
         Ok(self)
     }
 
+    /// `source`'s elements under `dims` without a copy, when `source` is on
+    /// the host (`None` for a device tensor: copy it instead). The result is
+    /// read-only and keeps `source` alive; tensors shared through an `Arc`
+    /// (the autograd tape's values) are never written, so both stay equal.
+    pub fn alias(source: &Arc<Tensor>, dims: impl Into<Vec<usize>>) -> Result<Option<Tensor>> {
+        let shape = source.shape.reshape("reshape", dims)?;
+        let root = match &source.storage {
+            Storage::Alias(root) => root.clone(),
+            Storage::Host(_) | Storage::Borrowed(_) => source.clone(),
+            Storage::Device(_) => return Ok(None),
+        };
+        Ok(Some(Tensor::build(
+            shape,
+            source.dtype,
+            Storage::Alias(root),
+        )))
+    }
+
     /// Changes the shape in place (no copy); the element count must match.
     pub fn reshape_in_place(&mut self, dims: impl Into<Vec<usize>>) -> Result<()> {
         self.shape = self.shape.reshape("reshape", dims)?;
@@ -252,6 +281,11 @@ impl Tensor {
         let data = match &self.storage {
             Storage::Host(h) => h.clone(),
             Storage::Borrowed(b) => b.to_host_data()?,
+            Storage::Alias(t) => {
+                let mut copy = t.try_clone_host()?;
+                copy.reshape_in_place(self.dims().to_vec())?;
+                return Ok(copy);
+            }
             Storage::Device(d) => return Err(not_on_host(d.device())),
         };
         Ok(Tensor::build(
@@ -311,5 +345,30 @@ mod tests {
         let t = t.reshape([3, 2]).unwrap();
         assert_eq!(t.dims(), &[3, 2]);
         assert_eq!(t.to_vec::<f32>().unwrap()[5], 5.0);
+    }
+
+    #[test]
+    fn an_alias_shares_elements_read_only_and_copies_into_its_own_shape() {
+        let source =
+            Arc::new(Tensor::from_vec([2, 3], (0..6).map(|i| i as f32).collect()).unwrap());
+        let alias = Tensor::alias(&source, [3, 2]).unwrap().unwrap();
+        assert_eq!(alias.dims(), &[3, 2]);
+        let (a, s) = (
+            alias.as_slice::<f32>().unwrap(),
+            source.as_slice::<f32>().unwrap(),
+        );
+        assert_eq!(a.as_ptr(), s.as_ptr(), "no copy");
+        // An alias of an alias points at the elements' owner.
+        let again = Arc::new(alias);
+        let flat = Tensor::alias(&again, [6]).unwrap().unwrap();
+        assert!(matches!(flat.storage(), Storage::Alias(root) if Arc::ptr_eq(root, &source)));
+        let mut flat = flat;
+        let err = flat.as_mut_slice::<f32>().unwrap_err().to_string();
+        assert!(err.contains("read-only alias"), "{err}");
+        let mut owned = flat.try_clone_host().unwrap();
+        assert_eq!(owned.dims(), &[6]);
+        owned.as_mut_slice::<f32>().unwrap()[0] = 9.0;
+        assert_eq!(source.as_slice::<f32>().unwrap()[0], 0.0);
+        assert!(Tensor::alias(&source, [4]).is_err());
     }
 }

@@ -213,7 +213,7 @@ pub(crate) fn to_numpy(py: Python<'_>, mut t: Tensor) -> PyResult<Bound<'_, PyAn
             .map_err(layout)?
             .into_pyarray(py)
             .into_any(),
-        Storage::Borrowed(_) | Storage::Device(_) => {
+        Storage::Borrowed(_) | Storage::Alias(_) | Storage::Device(_) => {
             return Err(PyRuntimeError::new_err(
                 "internal: a result to return to Python is not owned host memory",
             ))

@@ -23,8 +23,15 @@ impl Var {
             Saves::NOTHING,
             move |be, xs| {
                 let x = &xs[0];
-                let shape = x.shape().reshape("reshape", dims.clone())?;
-                let y = alloc::copy_as(be, x, &shape)?;
+                // On the host the result shares x's elements (values on the
+                // tape are never written); on a device it is a copy.
+                let y = match Tensor::alias(x, dims.clone())? {
+                    Some(y) => y,
+                    None => {
+                        let shape = x.shape().reshape("reshape", dims.clone())?;
+                        alloc::copy_as(be, x, &shape)?
+                    }
+                };
                 let x_dims = x.dims().to_vec();
                 // The gradient is `grad::reshape`'s copy back; owning `dy`, the
                 // backward relabels it instead.

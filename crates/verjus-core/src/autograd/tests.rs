@@ -206,6 +206,37 @@ fn update_value_copies_a_shared_value() {
 }
 
 #[test]
+fn reshape_shares_elements_and_updates_leave_it_unchanged() {
+    let x = leaf(vec![1.0, 2.0]);
+    let y = x.reshape([2, 1]).unwrap();
+    let (xv, yv) = (x.value(), y.value());
+    assert_eq!(
+        xv.as_slice::<f32>().unwrap().as_ptr(),
+        yv.as_slice::<f32>().unwrap().as_ptr(),
+        "the reshape copied"
+    );
+    drop(xv);
+    x.update_value(|t| {
+        t.as_mut_slice::<f32>()?[0] = 5.0;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(host(&y.value()), [1.0, 2.0]);
+    assert_eq!(host(&x.value()), [5.0, 2.0]);
+    // A leaf whose value is an alias is updated through a copy.
+    let z = leaf(vec![0.0, 0.0]);
+    z.set_value(Tensor::alias(&y.value(), [2]).unwrap().unwrap())
+        .unwrap();
+    z.update_value(|t| {
+        t.as_mut_slice::<f32>()?[1] = 3.0;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(host(&z.value()), [1.0, 3.0]);
+    assert_eq!(host(&y.value()), [1.0, 2.0]);
+}
+
+#[test]
 fn only_leaves_can_be_assigned() {
     let x = leaf(vec![1.0, 2.0]);
     let y = identity("f", &[&x]);

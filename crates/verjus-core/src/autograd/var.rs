@@ -3,7 +3,7 @@
 use super::alloc;
 use super::checkpoint::Replay;
 use super::node::Node;
-use crate::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
+use crate::{ops, BackendRef, DType, Device, Error, Result, Shape, Storage, Tensor};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -187,7 +187,8 @@ impl Var {
     pub fn update_value<R>(&self, f: impl FnOnce(&mut Tensor) -> Result<R>) -> Result<R> {
         self.check_assignable("update_value")?;
         let mut slot = write(&self.0.value);
-        if Arc::get_mut(&mut slot).is_none() {
+        let aliased = matches!(slot.storage(), Storage::Alias(_));
+        if aliased || Arc::get_mut(&mut slot).is_none() {
             let copy = alloc::copy_as(&**self.backend(), &slot, slot.shape())?;
             *slot = Arc::new(copy);
         }
