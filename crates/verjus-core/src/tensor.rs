@@ -5,7 +5,8 @@
 //! elements in a `Vec`; a device backend keeps its buffers behind the
 //! [`DeviceStorage`] trait and recovers its own type with `as_any`. A read-only
 //! host tensor can also borrow its elements from the caller ([`Tensor::view`],
-//! in `view.rs`).
+//! in `view.rs`) or share another tensor's ([`Tensor::alias`]: the autograd
+//! tape's reshape of a value it keeps).
 //!
 //! Backends write into tensors the caller owns (`&mut Tensor` outputs), so a
 //! static graph can allocate its activation buffers once and reuse them step after
