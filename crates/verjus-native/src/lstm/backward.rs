@@ -31,7 +31,7 @@ pub(crate) fn backward(
     y: &Tensor,
     reserve: &Tensor,
     dout: &LstmOutputGrads<'_>,
-    grads: LstmGrads<'_>,
+    mut grads: LstmGrads<'_>,
 ) -> Result<()> {
     let v = Operands::new(op, plan, args)?;
     let layout = Layout::for_plan(plan);
@@ -89,11 +89,22 @@ pub(crate) fn backward(
     } else {
         (None, None)
     };
+    // The fused steps also write each frame's dx while its gate gradients are in cache.
+    let dx = match grads.dx.take_if(|_| fused) {
+        Some(dx) => {
+            let dx = dx.as_mut_slice::<f32>()?;
+            dx.fill(0.0);
+            Some(Shared::new(dx))
+        }
+        None => None,
+    };
     let step = Step {
         v: &v,
         layout,
         plan,
         w_hh,
+        w_ih,
+        dx,
         acts,
         cells,
         dy: dout.dy.map(|t| t.as_slice::<f32>()).transpose()?,
@@ -183,6 +194,10 @@ pub(super) struct Step<'a> {
     pub(super) plan: &'a LstmPlan,
     /// `W_hh [4H, H]`, its rows in gate order.
     pub(super) w_hh: &'a [f32],
+    /// `W_ih [4H, F]`, its rows in gate order.
+    pub(super) w_ih: &'a [f32],
+    /// The fused steps' input gradient `[T, B, F]` (zeroed), when asked for.
+    pub(super) dx: Option<Shared>,
     pub(super) acts: &'a [f32],
     pub(super) cells: &'a [f32],
     pub(super) dy: Option<&'a [f32]>,

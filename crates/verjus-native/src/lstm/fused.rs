@@ -12,11 +12,12 @@
 //! - backward: the tile is 6 rows by up to four blocks of `dh` (the product of
 //!   the next step's gate gradients and `W_hh`), which the gate backward of
 //!   the same rows uses at once; its gate gradients go to memory once and are
-//!   added to the bias gradient there. Then the part adds its rows of the
-//!   weight gradients' share of the frame (`dgates_t^T h_{t-1}` and
-//!   `dgates_t^T x_t`) while those gate gradients are still in cache: one
-//!   large product over all frames afterwards read them from memory again
-//!   and cost more than these small ones.
+//!   added to the bias gradient there. Then the part adds its rows' share of
+//!   the frame to the weight gradients (`dgates_t^T h_{t-1}` and
+//!   `dgates_t^T x_t`) and writes their `dx_t = dgates_t W_ih` while those
+//!   gate gradients are still in cache: large products over all frames
+//!   afterwards read them from memory again and cost more than these small
+//!   ones.
 //!
 //! It needs whole blocks (`H` a multiple of 16) in the blocked layout, and the
 //! CPU's AVX-512F; [`available`] says whether a plan gets it.
@@ -257,7 +258,8 @@ impl BackwardStep<'_> {
     }
 
     /// Adds the share of the sequences `rows` in frame `t` to part `part`'s
-    /// sums of `dW_hh` and `dW_ih`, when they are asked for.
+    /// sums of `dW_hh` and `dW_ih`, and writes their rows of frame `t`'s `dx`,
+    /// when they are asked for.
     ///
     /// # Safety
     /// As [`BackwardStep::fused_stage`]; frame `t`'s gate gradients of these
@@ -297,6 +299,20 @@ impl BackwardStep<'_> {
             unsafe {
                 let x = self.v.x.as_ptr().add(first * f_len);
                 add_product(dw.ptr().add(sums), f_len, g_len, dgates, rows.len(), x);
+            }
+        }
+        if let Some(dx) = &self.dx {
+            // A(b, c): the gate gradient of row `rows.start + b`, column c.
+            let dgates = Lhs {
+                rs: g_len,
+                cs: 1,
+                ..dgates
+            };
+            // SAFETY: these rows of frame t of dx [T, B, F] (zeroed, this
+            // part's alone) and W_ih [4H, F] in gate order.
+            unsafe {
+                let dst = dx.ptr().add(first * f_len);
+                add_product(dst, f_len, rows.len(), dgates, g_len, self.w_ih.as_ptr());
             }
         }
     }
