@@ -50,16 +50,7 @@ def verjus_parts(args: argparse.Namespace, train) -> dict[str, float]:
     rf.init_train_step_run_ctx(train_flag=True)
 
     def forward(arrays):
-        batch = ex.to_batch(arrays, model)
-        logits, frames = model(batch.features, spatial_dim=batch.columns)
-        ctc = rf.ctc_loss(
-            logits=logits,
-            targets=batch.labels,
-            input_spatial_dim=frames,
-            targets_spatial_dim=batch.label_positions,
-            blank_index=ex.NUM_CLASSES,
-        )
-        return rf.reduce_sum(ctc, axis=batch.batch_dim) * (1.0 / batch.size)
+        return ex.ctc_objective(model, ex.to_batch(arrays, model))
 
     def backward(loss):
         opt.zero_grad()
@@ -71,7 +62,6 @@ def verjus_parts(args: argparse.Namespace, train) -> dict[str, float]:
 
 def torch_parts(args: argparse.Namespace, train) -> dict[str, float]:
     import torch
-    import torch.nn.functional as F  # noqa: N812
     import torch_conformer_ctc as tx
 
     torch.set_num_threads(args.threads)
@@ -81,13 +71,7 @@ def torch_parts(args: argparse.Namespace, train) -> dict[str, float]:
     model.train()
 
     def forward(arrays):
-        x, lengths, labels, label_lengths = tx.tensors(arrays, "cpu")
-        logits, frames = model(x, lengths)
-        log_probs = F.log_softmax(logits, dim=-1).transpose(0, 1)
-        loss = F.ctc_loss(
-            log_probs, labels, frames, label_lengths, blank=ex.NUM_CLASSES, reduction="sum"
-        )
-        return loss / len(lengths)
+        return tx.ctc_objective(model, arrays, "cpu")
 
     def backward(loss):
         opt.zero_grad()

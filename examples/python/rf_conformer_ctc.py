@@ -120,9 +120,8 @@ def to_batch(
     )
 
 
-def train_step(model: ConformerCtc, opt: rf.AdamW, batch: Batch) -> rf.Tensor:
-    """One update on the CTC loss summed over the batch / its size; returns
-    that loss (not read here, so nothing waits on it)."""
+def ctc_objective(model: ConformerCtc, batch: Batch) -> rf.Tensor:
+    """The CTC loss summed over the batch / its size."""
     logits, frames = model(batch.features, spatial_dim=batch.columns)
     ctc = rf.ctc_loss(
         logits=logits,
@@ -131,7 +130,13 @@ def train_step(model: ConformerCtc, opt: rf.AdamW, batch: Batch) -> rf.Tensor:
         targets_spatial_dim=batch.label_positions,
         blank_index=NUM_CLASSES,
     )
-    loss = rf.reduce_sum(ctc, axis=batch.batch_dim) * (1.0 / batch.size)
+    return rf.reduce_sum(ctc, axis=batch.batch_dim) * (1.0 / batch.size)
+
+
+def train_step(model: ConformerCtc, opt: rf.AdamW, batch: Batch) -> rf.Tensor:
+    """One update on :func:`ctc_objective`; returns that loss (not read here,
+    so nothing waits on it)."""
+    loss = ctc_objective(model, batch)
     opt.zero_grad()
     loss.backward()
     opt.step()

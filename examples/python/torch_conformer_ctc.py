@@ -231,15 +231,19 @@ def tensors(
     )
 
 
-def train_step(
-    model: ConformerCtc, opt: torch.optim.Optimizer, batch: verjus.data.StripBatch, dev: object
-) -> torch.Tensor:
+def ctc_objective(model: ConformerCtc, batch: verjus.data.StripBatch, dev: object) -> torch.Tensor:
+    """The CTC loss summed over the batch / its size (as the RF model's)."""
     x, lengths, labels, label_lengths = tensors(batch, dev)
     logits, frames = model(x, lengths)
     log_probs = F.log_softmax(logits, dim=-1).transpose(0, 1)  # [T, B, C]
-    loss = F.ctc_loss(
-        log_probs, labels, frames, label_lengths, blank=NUM_CLASSES, reduction="sum"
-    ) / len(lengths)
+    loss = F.ctc_loss(log_probs, labels, frames, label_lengths, blank=NUM_CLASSES, reduction="sum")
+    return loss / len(lengths)
+
+
+def train_step(
+    model: ConformerCtc, opt: torch.optim.Optimizer, batch: verjus.data.StripBatch, dev: object
+) -> torch.Tensor:
+    loss = ctc_objective(model, batch, dev)
     opt.zero_grad()
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), CLIP)

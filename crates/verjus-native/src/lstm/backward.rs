@@ -11,12 +11,12 @@
 //! afterwards. The gate gradients live in a per-thread scratch buffer kept
 //! between calls, so a step allocates nothing once the largest batch has run.
 
+#[cfg(target_arch = "x86_64")]
+use super::fused::{parts as row_parts, run_parts};
 use super::gates::backward_row;
 use super::layout::Layout;
 use super::team::{run_stages, Shared};
 use super::{fill_or_copy, fused_available, take_scratch, Operands};
-#[cfg(target_arch = "x86_64")]
-use super::{row_parts, run_parts};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};
 use std::ops::Range;
 use verjus_core::ops::{LstmArgs, LstmGrads, LstmOutputGrads, LstmPlan};

@@ -8,10 +8,10 @@
 //! runs the fused gate loop of its units (bias, sigmoid/tanh, cell update,
 //! length mask), leaving the activations in place for the backward.
 
+#[cfg(target_arch = "x86_64")]
+use super::fused::run_parts;
 use super::gates::forward_row;
 use super::layout::Layout;
-#[cfg(target_arch = "x86_64")]
-use super::run_parts;
 use super::team::{run_stages, Shared};
 use super::{fill_or_copy, fused_available, take_scratch, Operands};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};

@@ -25,7 +25,9 @@
 use super::backward::Step as BackwardStep;
 use super::forward::Step as ForwardStep;
 use super::layout::{Layout, BLOCK};
-use super::tile::{accumulate, dispatch_tile, tail_mask, zeros, Lhs, Tile, ALL, LANES, ROWS};
+use super::tile::{
+    accumulate, dispatch_tile, load_tile, store_tile, tail_mask, zeros, Lhs, Tile, ALL, LANES, ROWS,
+};
 use super::vmath::{sigmoid, splat, tanh};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -238,7 +240,7 @@ impl BackwardStep<'_> {
             let mut b0 = rows.start;
             while b0 < rows.end {
                 let r = ROWS.min(rows.end - b0);
-                let at = Tile0 {
+                let at = TileAt {
                     s,
                     b0,
                     u0,
@@ -399,15 +401,12 @@ unsafe fn recurrent_tile<const R: usize, const NQ: usize>(
 ) -> Tile<R, NQ> {
     let (t_len, b_len, h_len) = (step.plan.steps, step.plan.batch, step.plan.hidden);
     let g_len = 4 * h_len;
-    let mut acc: Tile<R, NQ> = zeros();
-    if k0 > 0 {
-        for (r, row) in acc.iter_mut().enumerate() {
-            for (q, v) in row.iter_mut().enumerate() {
-                // SAFETY: this part's units of row b0 + r of the partial sums.
-                *v = unsafe { load(step.dh_rec.ptr().add((b0 + r) * h_len + u0 + LANES * q)) };
-            }
-        }
-    }
+    let acc: Tile<R, NQ> = if k0 > 0 {
+        // SAFETY: this part's units of rows b0.. of the partial sums.
+        unsafe { load_tile(step.dh_rec.ptr().add(b0 * h_len + u0), h_len) }
+    } else {
+        zeros()
+    };
     // The gate gradients of step `src`, whose product finishes dh_{src - 1}.
     let src = t_len - s;
     let a = Lhs {
@@ -441,19 +440,15 @@ unsafe fn partial_rows<const R: usize, const NQ: usize>(
     let h_len = step.plan.hidden;
     // SAFETY: the caller's contract.
     let acc: Tile<R, NQ> = unsafe { recurrent_tile(step, s, b0, u0, k0) };
-    for (r, row) in acc.iter().enumerate() {
-        for (q, &v) in row.iter().enumerate() {
-            // SAFETY: this part's units of row b0 + r of the partial sums.
-            unsafe { store(step.dh_rec.ptr().add((b0 + r) * h_len + u0 + LANES * q), v) };
-        }
-    }
+    // SAFETY: this part's units of rows b0.. of the partial sums.
+    unsafe { store_tile(&acc, step.dh_rec.ptr().add(b0 * h_len + u0), h_len) };
 }
 
 /// Where a tile of [`fused_rows_backward`] lies: stage `s`, rows from `b0`,
 /// units from `u0`, the recurrent product's last depth slice from `k0`, the
 /// sums of part `part`.
 #[derive(Clone, Copy)]
-struct Tile0 {
+struct TileAt {
     s: usize,
     b0: usize,
     u0: usize,
@@ -468,8 +463,11 @@ struct Tile0 {
 /// As [`BackwardStep::fused_stage`], for these rows and blocks.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn fused_rows_backward<const R: usize, const NQ: usize>(step: &BackwardStep<'_>, at: Tile0) {
-    let Tile0 {
+unsafe fn fused_rows_backward<const R: usize, const NQ: usize>(
+    step: &BackwardStep<'_>,
+    at: TileAt,
+) {
+    let TileAt {
         s,
         b0,
         u0,

@@ -91,18 +91,6 @@ fn fused_available(layout: &layout::Layout, hidden: usize) -> bool {
     fused::available(layout, hidden)
 }
 
-/// Runs `work(part, rows)` over the batch's parts (see `fused::run_parts`).
-#[cfg(target_arch = "x86_64")]
-fn run_parts(batch: usize, work: impl Fn(usize, std::ops::Range<usize>) + Sync) {
-    fused::run_parts(batch, work)
-}
-
-/// The number of parts `run_parts` cuts a batch into.
-#[cfg(target_arch = "x86_64")]
-fn row_parts(batch: usize) -> usize {
-    fused::parts(batch)
-}
-
 /// Whether the steps of this layout run the fused AVX-512 kernel: never off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
 fn fused_available(_layout: &layout::Layout, _hidden: usize) -> bool {

@@ -30,6 +30,46 @@ pub(super) fn zeros<const R: usize, const NQ: usize>() -> Tile<R, NQ> {
     [[_mm512_setzero_ps(); NQ]; R]
 }
 
+/// The tile whose row `r` starts at `src + r * ld`.
+///
+/// # Safety
+/// Those `R` rows of `16 NQ` floats must be readable.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn load_tile<const R: usize, const NQ: usize>(
+    src: *const f32,
+    ld: usize,
+) -> Tile<R, NQ> {
+    let mut tile: Tile<R, NQ> = zeros();
+    for (r, row) in tile.iter_mut().enumerate() {
+        for (q, v) in row.iter_mut().enumerate() {
+            // SAFETY: vector q of row r is readable (the caller's contract).
+            *v = unsafe { _mm512_loadu_ps(src.add(r * ld + LANES * q)) };
+        }
+    }
+    tile
+}
+
+/// Stores `tile`, its row `r` at `dst + r * ld`.
+///
+/// # Safety
+/// Those `R` rows of `16 NQ` floats must be writable, and no other thread may
+/// touch them meanwhile.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn store_tile<const R: usize, const NQ: usize>(
+    tile: &Tile<R, NQ>,
+    dst: *mut f32,
+    ld: usize,
+) {
+    for (r, row) in tile.iter().enumerate() {
+        for (q, &v) in row.iter().enumerate() {
+            // SAFETY: vector q of row r is writable (the caller's contract).
+            unsafe { _mm512_storeu_ps(dst.add(r * ld + LANES * q), v) };
+        }
+    }
+}
+
 /// A left-hand side: element `(r, p)` at `ptr + r * rs + p * cs`.
 #[derive(Clone, Copy)]
 pub(super) struct Lhs {
