@@ -46,6 +46,36 @@ def test_layer_norm_and_rms_norm_against_numpy() -> None:
     np.testing.assert_allclose(v.numpy(), x.var(-1, ddof=1), **TOL)
 
 
+def composite_layer_norm(x, axis, scale, bias, eps):
+    """RETURNN's formula written out: what rf.layer_norm computes without the fused op."""
+    mean, variance = rf.moments(x, axis=axis)
+    return (x - mean) * rf.rsqrt(variance + eps) * scale + bias
+
+
+@pytest.mark.parametrize("last", [True, False])
+def test_fused_layer_norm_matches_the_composite_form(last: bool) -> None:
+    """The fused op (over two static dims, last or not, scale over them in
+    another order) gives the composite form's values and gradients."""
+    a, c = rf.Dim(3, name="a"), rf.Dim(5, name="c")
+    time = time_dim(LENS)
+    dims = [rf.batch_dim, time, a, c] if last else [a, rf.batch_dim, c, time]
+    shape = tuple(d.dimension or T for d in dims)
+    shape = tuple(B if d == rf.batch_dim else n for d, n in zip(dims, shape, strict=True))
+    x = rf.convert_to_tensor(values(20, shape, 3.0), dims=dims, requires_grad=True)
+    scale = rf.convert_to_tensor(values(21, (5, 3)), dims=[c, a], requires_grad=True)
+    bias = rf.convert_to_tensor(values(22, (3, 5)), dims=[a, c], requires_grad=True)
+    r = rf.convert_to_tensor(values(23, shape), dims=dims)
+    grads = []
+    for f in (rf.layer_norm, composite_layer_norm):
+        y = f(x, axis=[a, c], scale=scale, bias=bias, eps=1e-3)
+        assert set(y.dims) == set(dims)
+        y = y.copy_transpose(dims)
+        total = rf.reduce_sum(y * r, axis=dims, use_mask=False)
+        grads.append([y.numpy(), *(rf.gradient(total, t).numpy() for t in (x, scale, bias))])
+    for fused, composite in zip(*grads, strict=True):
+        np.testing.assert_allclose(fused, composite, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("name", ["layer_norm", "rms_norm"])
 def test_finite_differences(name: str) -> None:
     feat = rf.Dim(4, name="feat")

@@ -1642,6 +1642,28 @@ def rf_fused_dot_attention(
     :rtype: Tensor
     """
 
+def rf_layer_norm(
+    x: Tensor,
+    *,
+    axis: list[Dim],
+    eps: float,
+    scale: Tensor | None = None,
+    bias: Tensor | None = None,
+) -> Tensor:
+    """Layer normalisation over static ``axis`` dims as one fused op: ``x``
+    normalised to mean 0 and variance 1, times ``scale``, plus ``bias``.
+    ``rf.layer_norm`` calls it where it applies (its composite form covers
+    dynamic axes and a scale or bias over other dims).
+
+    :param Tensor x: input (float32)
+    :param list[Dim] axis: the static dims to normalise over
+    :param float eps: added to the variance
+    :param Tensor|None scale: over exactly the ``axis`` dims
+    :param Tensor|None bias: over exactly the ``axis`` dims
+    :return: the normalised tensor, with ``x``'s dims
+    :rtype: Tensor
+    """
+
 rf_exports: dict[str, Any]
 
 def host_memory_stats() -> tuple[int, int]:

@@ -134,6 +134,8 @@ macro_rules! __conformance_list {
             lstm_backward_twice => $crate::checks::lstm_backward_twice,
             attention => $crate::checks::attention,
             attention_backward => $crate::checks::attention_backward,
+            layer_norm => $crate::checks::layer_norm,
+            layer_norm_backward => $crate::checks::layer_norm_backward,
             gradcheck_unary => $crate::gradcheck::unary,
             gradcheck_binary => $crate::gradcheck::binary,
             gradcheck_reduce => $crate::gradcheck::reduce,
@@ -152,6 +154,7 @@ macro_rules! __conformance_list {
             gradcheck_lstm_sequence => $crate::gradcheck::lstm_sequence,
             gradcheck_lstm_cell => $crate::gradcheck::lstm_cell,
             gradcheck_attention => $crate::gradcheck::attention,
+            gradcheck_layer_norm => $crate::gradcheck::layer_norm,
             errors_wrong_shapes => $crate::errors::wrong_shapes,
             errors_wrong_dtypes => $crate::errors::wrong_dtypes,
             errors_out_of_range_indices => $crate::errors::out_of_range_indices,
@@ -161,6 +164,7 @@ macro_rules! __conformance_list {
             errors_ctc => $crate::errors::ctc,
             errors_lstm => $crate::errors::lstm,
             errors_attention => $crate::errors::attention,
+            errors_layer_norm => $crate::errors::layer_norm,
             no_panic_on_any_shape => $crate::proptests::no_panic_on_any_shape,
         }
     };

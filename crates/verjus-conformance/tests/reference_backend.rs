@@ -10,6 +10,8 @@
 mod attention;
 #[path = "reference_backend/ctc.rs"]
 mod ctc;
+#[path = "reference_backend/layer_norm.rs"]
+mod layer_norm;
 #[path = "reference_backend/lstm.rs"]
 mod lstm;
 
@@ -20,8 +22,9 @@ use verjus_conformance::{checks, errors, gradcheck, proptests};
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
     Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, GemmSpec, IndexPlan,
-    LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, PoolKind,
-    ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads,
+    LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan, SelectPlan, SgdHyper,
+    UnaryOp,
 };
 use verjus_core::{
     Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
@@ -56,6 +59,10 @@ enum Bug {
     LstmBackwardDropsCellGradient,
     /// Attention lets padded keys take weight (the key lengths are ignored).
     AttentionIgnoresLengths,
+    /// Layer norm's variance as `E[x^2] - mean^2` in f32 (digits lost far from 0).
+    LayerNormOnePassVariance,
+    /// Layer norm's `dx` without the `xhat * mean(g * xhat)` term.
+    LayerNormBackwardDropsXhatTerm,
     /// The CTC loss runs every entry over all `T` frames.
     CtcIgnoresInputLengths,
     /// A deferred range error is dropped instead of reported at the next read.
@@ -606,6 +613,29 @@ impl Backend for ReferenceBackend {
     ) -> Result<()> {
         attention::backward(args, dout, grads, self.has(Bug::AttentionIgnoresLengths))
     }
+    fn layer_norm(
+        &self,
+        _plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        y: &mut Tensor,
+        mean: &mut Tensor,
+        rstd: &mut Tensor,
+    ) -> Result<()> {
+        let one_pass = self.has(Bug::LayerNormOnePassVariance);
+        layer_norm::forward(args, y, mean, rstd, one_pass)
+    }
+    fn layer_norm_backward(
+        &self,
+        _plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        _mean: &Tensor,
+        _rstd: &Tensor,
+        dy: &Tensor,
+        grads: LayerNormGrads<'_>,
+    ) -> Result<()> {
+        let drop = self.has(Bug::LayerNormBackwardDropsXhatTerm);
+        layer_norm::backward(args, dy, grads, drop)
+    }
 }
 
 /// Max pooling's gradient routed to the *last* maximum of each window (the bug).
@@ -772,6 +802,16 @@ fn lstm_gradient_checks_catch_a_dropped_cell_gradient() {
 fn attention_checks_catch_an_ignored_key_mask() {
     catches(Bug::AttentionIgnoresLengths, checks::attention);
     catches(Bug::AttentionIgnoresLengths, checks::attention_backward);
+}
+
+#[test]
+fn layer_norm_checks_catch_a_one_pass_variance_and_a_missing_term() {
+    catches(Bug::LayerNormOnePassVariance, checks::layer_norm);
+    catches(
+        Bug::LayerNormBackwardDropsXhatTerm,
+        checks::layer_norm_backward,
+    );
+    catches(Bug::LayerNormBackwardDropsXhatTerm, gradcheck::layer_norm);
 }
 
 #[test]

@@ -11,9 +11,9 @@
 
 use crate::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
-    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
+    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -376,5 +376,30 @@ pub trait Backend: Send + Sync + fmt::Debug {
         grads: AttentionGrads<'_>,
     ) -> Result<()> {
         unsupported!(self, "attention_backward")
+    }
+
+    /// Fused layer normalisation over the last axis (see [`crate::ops::layer_norm`]).
+    fn layer_norm(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        y: &mut Tensor,
+        mean: &mut Tensor,
+        rstd: &mut Tensor,
+    ) -> Result<()> {
+        unsupported!(self, "layer_norm")
+    }
+
+    /// The gradients of [`Backend::layer_norm`] (see [`crate::ops::layer_norm_backward`]).
+    fn layer_norm_backward(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        mean: &Tensor,
+        rstd: &Tensor,
+        dy: &Tensor,
+        grads: LayerNormGrads<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "layer_norm_backward")
     }
 }

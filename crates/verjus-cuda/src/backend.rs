@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
-    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
+    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Storage, Tensor};
 
@@ -441,5 +441,26 @@ impl Backend for CudaBackend {
         grads: AttentionGrads<'_>,
     ) -> Result<()> {
         ops::attention::backward(self, plan, args, out, lse, dout, grads)
+    }
+    fn layer_norm(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        y: &mut Tensor,
+        mean: &mut Tensor,
+        rstd: &mut Tensor,
+    ) -> Result<()> {
+        ops::layer_norm::forward(self, plan, args, y, mean, rstd)
+    }
+    fn layer_norm_backward(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        mean: &Tensor,
+        rstd: &Tensor,
+        dy: &Tensor,
+        grads: LayerNormGrads<'_>,
+    ) -> Result<()> {
+        ops::layer_norm::backward(self, plan, args, mean, rstd, dy, grads)
     }
 }

@@ -55,6 +55,7 @@ modules! {
     Dropout => "dropout",
     Elementwise => "elementwise",
     Index => "index",
+    LayerNorm => "layer_norm",
     Loss => "loss",
     Lstm => "lstm",
     Memory => "memory",

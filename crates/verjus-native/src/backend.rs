@@ -1,14 +1,14 @@
 //! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
 
 use crate::{
-    attention, concat, conv, dropout, elementwise, gemm, index, loss, lstm, memory, optim, permute,
-    pool, reduce, select, softmax,
+    attention, concat, conv, dropout, elementwise, gemm, index, layer_norm, loss, lstm, memory,
+    optim, permute, pool, reduce, select, softmax,
 };
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LstmArgs,
-    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
+    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
+    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -315,5 +315,28 @@ impl Backend for NativeBackend {
         grads: AttentionGrads<'_>,
     ) -> Result<()> {
         attention::backward(plan, args, out, lse, dout, grads)
+    }
+
+    fn layer_norm(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        y: &mut Tensor,
+        mean: &mut Tensor,
+        rstd: &mut Tensor,
+    ) -> Result<()> {
+        layer_norm::forward(plan, args, y, mean, rstd)
+    }
+
+    fn layer_norm_backward(
+        &self,
+        plan: &LayerNormPlan,
+        args: &LayerNormArgs<'_>,
+        mean: &Tensor,
+        rstd: &Tensor,
+        dy: &Tensor,
+        grads: LayerNormGrads<'_>,
+    ) -> Result<()> {
+        layer_norm::backward(plan, args, mean, rstd, dy, grads)
     }
 }

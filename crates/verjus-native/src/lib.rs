@@ -16,6 +16,7 @@ mod dropout;
 mod elementwise;
 mod gemm;
 mod index;
+mod layer_norm;
 mod loss;
 mod lstm;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

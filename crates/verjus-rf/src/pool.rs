@@ -94,6 +94,19 @@ pub fn pool(
     Ok((y.keep_feature_dim(source), out_dims))
 }
 
+/// The padding of spatial dim `i` (`n` entries, `out` windows) that some
+/// window reaches: a stride larger than 1 can leave the right padding
+/// unread ("same" pooling of an even length by 2), and padding no window
+/// reads is not worth a copy of the whole tensor.
+fn reached_pads(window: &Window, i: usize, n: usize, out: usize) -> (usize, usize) {
+    let (left, right) = window.pads(i);
+    if out == 0 {
+        return (left, right);
+    }
+    let last_end = (out - 1) * window.strides[i] + window.size[i];
+    (left, right.min(last_end.saturating_sub(left + n)))
+}
+
 /// Whether an average needs the count of real frames (padding or
 /// dynamic dims); otherwise the core's average is the answer.
 fn needs_count(window: &Window, spatial: &[Dim]) -> bool {
@@ -126,13 +139,13 @@ fn pooled(
     let s = &sizes[rest.len()..];
     let (h, w) = if one { (1, s[0]) } else { (s[0], s[1]) };
     let mut var = x.var().reshape([n, 1, h, w])?;
-    for i in 0..spatial.len() {
-        let axis = if one { 3 } else { 2 + i };
-        var = pad_axis(&var, axis, window.pads(i), fill)?;
-    }
     let out: Vec<usize> = (0..spatial.len())
         .map(|i| window.out_len(i, s[i] as i64) as usize)
         .collect();
+    for i in 0..spatial.len() {
+        let axis = if one { 3 } else { 2 + i };
+        var = pad_axis(&var, axis, reached_pads(window, i, s[i], out[i]), fill)?;
+    }
     let pick = |v: &[usize]| if one { [1, v[0]] } else { [v[0], v[1]] };
     let (oh, ow) = if one { (1, out[0]) } else { (out[0], out[1]) };
     let y = if n == 0 || oh == 0 || ow == 0 {

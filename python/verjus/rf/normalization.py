@@ -3,8 +3,10 @@
 functions ``layer_norm`` / ``rms_norm`` (verjus names for what the modules compute,
 given the scale and bias).
 
-These are composed from the native ops (masked ``reduce_mean``, ``rsqrt``,
-elementwise arithmetic), each of which runs on the tape in one call; the
+``layer_norm`` over static dims (a feature dim, as ``LayerNorm`` and the
+Conformer use it) is the core's fused op, one pass forward and one backward;
+the rest is composed from the native ops (masked ``reduce_mean``, ``rsqrt``,
+elementwise arithmetic), each of which runs on the tape in one call. The
 statistics over a dynamic dim are masked, so a sequence gives the same result in
 a batch as alone. ``BatchNorm`` keeps RETURNN's parameter names (``gamma``,
 ``beta``, ``running_mean``, ``running_variance``) and its two paths: masked
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_layer_norm as _fused_layer_norm
 from verjus._verjus import rf_reduce_mean as _reduce_mean
 from verjus._verjus import rf_rsqrt as _rsqrt
 from verjus._verjus import rf_square as _square
@@ -117,13 +120,32 @@ def layer_norm(
     :param bias: optional, over (some of) ``x``'s dims
     :return: same dims as ``x``
     """
-    mean, variance = moments(x, axis=_check_axis("layer_norm", x, axis))
+    axes = _check_axis("layer_norm", x, axis)
+    if _fused_layer_norm_applies(x, axes, scale, bias):
+        return _fused_layer_norm(x, axis=axes, eps=eps, scale=scale, bias=bias)
+    mean, variance = moments(x, axis=axes)
     out = (x - mean) * _rsqrt(variance + eps)
     if scale is not None:
         out = out * scale
     if bias is not None:
         out = out + bias
     return out
+
+
+def _fused_layer_norm_applies(
+    x: Tensor, axes: list[Dim], scale: Tensor | None, bias: Tensor | None
+) -> bool:
+    """Whether ``layer_norm`` runs as the core's fused op: float32 over distinct
+    static dims, with a scale and bias (if any) over exactly those dims."""
+    if x.dtype != "float32" or len(set(axes)) != len(axes):
+        return False
+    if any(d.is_dynamic() or d.dimension is None for d in axes):
+        return False
+    over_axes = [t for t in (scale, bias) if t is not None]
+    return all(
+        t.dtype == "float32" and len(t.dims) == len(axes) and set(t.dims) == set(axes)
+        for t in over_axes
+    )
 
 
 def rms_norm(

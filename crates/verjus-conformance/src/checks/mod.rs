@@ -17,6 +17,7 @@ mod dropout;
 mod elementwise;
 mod gemm;
 mod index;
+pub(crate) mod layer_norm;
 mod loss;
 mod lstm;
 mod lstm_alone;
@@ -40,6 +41,7 @@ pub use elementwise::{binary, binary_backward, relu_keeps_nan, unary, unary_back
 pub(crate) use elementwise::{BINARY_OPS, UNARY_OPS};
 pub use gemm::gemm;
 pub use index::{index_add, index_select};
+pub use layer_norm::{layer_norm, layer_norm_backward};
 pub use loss::softmax_cross_entropy;
 pub use lstm::{lstm_cell, lstm_cell_backward, lstm_sequence, lstm_sequence_backward};
 pub use lstm_alone::lstm_lengths_equal_sequences_alone;

@@ -18,6 +18,7 @@ mod ctc;
 mod devices;
 mod dtypes;
 mod indices;
+mod layer_norm;
 mod lstm;
 mod shapes;
 
@@ -28,6 +29,7 @@ pub use ctc::ctc;
 pub use devices::foreign_devices;
 pub use dtypes::wrong_dtypes;
 pub use indices::out_of_range_indices;
+pub use layer_norm::layer_norm;
 pub use lstm::lstm;
 pub use shapes::wrong_shapes;
 

@@ -20,6 +20,7 @@ pub mod dropout;
 pub mod elementwise;
 pub mod gemm;
 pub mod index;
+pub mod layer_norm;
 pub mod loss;
 pub mod lstm;
 pub mod memory;

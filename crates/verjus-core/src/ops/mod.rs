@@ -18,6 +18,7 @@ mod dropout;
 mod elementwise;
 mod gemm;
 mod index;
+mod layer_norm;
 mod loss;
 mod lstm;
 mod memory;
@@ -47,6 +48,9 @@ pub use elementwise::{
 };
 pub use gemm::{gemm, GemmPlan, GemmSpec};
 pub use index::{index_add, index_select, IndexPlan};
+pub use layer_norm::{
+    layer_norm, layer_norm_backward, layer_norm_plan, LayerNormArgs, LayerNormGrads, LayerNormPlan,
+};
 pub use loss::{softmax_cross_entropy, CrossEntropyPlan};
 pub use lstm::{
     check_lengths, lstm_cell, lstm_cell_backward, lstm_plan, lstm_reserve_len, lstm_sequence,

@@ -12,6 +12,7 @@ pub(crate) mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;
 pub(crate) mod index;
+pub(crate) mod layer_norm;
 pub(crate) mod loss;
 pub(crate) mod lstm;
 mod lstm_cell;

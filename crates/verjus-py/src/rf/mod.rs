@@ -170,6 +170,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(window_ops::rf_conv, m)?,
         wrap_pyfunction!(window_ops::rf_pool, m)?,
         wrap_pyfunction!(attention::rf_fused_dot_attention, m)?,
+        wrap_pyfunction!(ops::rf_layer_norm, m)?,
     ];
     let exports = PyDict::new(m.py());
     exports.set_item("batch_dim", batch_dim)?;

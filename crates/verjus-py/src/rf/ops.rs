@@ -291,6 +291,36 @@ pub(super) fn rf_softmax(
     run_on(py, &[x], || rf::softmax(x, axis, use_mask))
 }
 
+/// Layer normalisation over static ``axis`` dims as one fused op: ``x``
+/// normalised to mean 0 and variance 1, times ``scale``, plus ``bias``.
+/// ``rf.layer_norm`` calls it where it applies (its composite form covers
+/// dynamic axes and a scale or bias over other dims).
+///
+/// :param Tensor x: input (float32)
+/// :param list[Dim] axis: the static dims to normalise over
+/// :param float eps: added to the variance
+/// :param Tensor|None scale: over exactly the ``axis`` dims
+/// :param Tensor|None bias: over exactly the ``axis`` dims
+/// :return: the normalised tensor, with ``x``'s dims
+/// :rtype: Tensor
+#[pyfunction]
+#[pyo3(signature = (x, *, axis, eps, scale = None, bias = None))]
+pub(super) fn rf_layer_norm(
+    py: Python<'_>,
+    x: PyRef<'_, PyTensor>,
+    axis: &Bound<'_, PyAny>,
+    eps: f32,
+    scale: Option<PyRef<'_, PyTensor>>,
+    bias: Option<PyRef<'_, PyTensor>>,
+) -> PyResult<PyTensor> {
+    let axis = dim_list("axis", axis)?;
+    let x = &x.0;
+    let (scale, bias) = (scale.map(|s| s.0.clone()), bias.map(|b| b.0.clone()));
+    run_on(py, &[x], || {
+        rf::layer_norm(x, &axis, eps, scale.as_ref(), bias.as_ref())
+    })
+}
+
 /// Log-softmax over ``axis``: ``x - reduce_logsumexp(x, axis=axis)``.
 ///
 /// :param Tensor x: the logits (float32)
