@@ -249,42 +249,52 @@ def test_conv_and_pool_backward() -> None:
     np.testing.assert_allclose(conv.bias.grad.numpy(), [3.0, 3.0])
 
 
-def test_depthwise_conv_values_and_gradients_match_numpy() -> None:
-    """A conv with one input channel per group (the Conformer's) runs as one
-    gather for all groups: its values and the gradients of the input, the
-    filter and the bias against an explicit loop (dilation 2, stride 2, two
-    outputs per channel)."""
+@pytest.mark.parametrize(
+    ("m", "stride", "padding", "channels_first"),
+    [(2, 2, "valid", False), (1, 1, "same", False), (1, 1, "same", True), (1, 1, "valid", False)],
+)
+def test_depthwise_conv_values_and_gradients_match_numpy(
+    m: int, stride: int, padding: str, channels_first: bool
+) -> None:
+    """A conv with one input channel per group (the Conformer's): with one
+    filter per channel and stride 1 the core's channels-last depthwise op,
+    otherwise one gather for all groups. Its values and the gradients of the
+    input, the filter and the bias against an explicit loop (dilation 2)."""
     rng = np.random.default_rng(7)
-    b, tn, c, m, k, dil, stride = 2, 11, 3, 2, 3, 2, 2
+    b, tn, c, k, dil = 2, 11, 3, 3, 2
     batch, t = rf.Dim(b, name="b"), rf.Dim(tn, name="t")
     cin, cout = rf.Dim(c, name="cin"), rf.Dim(c * m, name="cout")
-    conv = rf.Conv1d(cin, cout, k, groups=c, padding="valid", dilation_rate=dil, strides=stride)
+    conv = rf.Conv1d(cin, cout, k, groups=c, padding=padding, dilation_rate=dil, strides=stride)
     xv = rng.standard_normal((b, tn, c)).astype(np.float32)
     wv = rng.standard_normal((c * m, 1, k)).astype(np.float32)
     bv = rng.standard_normal(c * m).astype(np.float32)
     conv.filter.assign(wv)  # dims [out, in / groups, k]
     conv.bias.assign(bv)
-    x = rf.Parameter([batch, t, cin])
-    x.assign(xv)
+    x = rf.Parameter([cin, batch, t] if channels_first else [batch, t, cin])
+    x.assign(xv.transpose(2, 0, 1) if channels_first else xv)
     y, out_t = conv(x, in_spatial_dim=t)
     y = y.copy_transpose([batch, out_t, cout])
+    left = dil * (k - 1) // 2 if padding == "same" else 0
+    xp = np.pad(xv, ((0, 0), (left, dil * (k - 1) - left if padding == "same" else 0), (0, 0)))
     to = out_t.dimension
     want = np.zeros((b, to, c * m), np.float32)
     for o in range(c * m):
         for j in range(to):
-            taps = xv[:, j * stride : j * stride + dil * (k - 1) + 1 : dil, o // m]
+            taps = xp[:, j * stride : j * stride + dil * (k - 1) + 1 : dil, o // m]
             want[:, j, o] = taps @ wv[o, 0] + bv[o]
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-5, atol=1e-5)
     r = rng.standard_normal(want.shape).astype(np.float32)
     loss = rf.reduce_sum(y * rf.convert_to_tensor(r, dims=[batch, out_t, cout]), axis=y.dims)
     loss.backward()
-    dx, dw = np.zeros_like(xv), np.zeros_like(wv)
+    dxp, dw = np.zeros_like(xp), np.zeros_like(wv)
     for o in range(c * m):
         for j in range(to):
             at = slice(j * stride, j * stride + dil * (k - 1) + 1, dil)
-            dx[:, at, o // m] += r[:, j, o, None] * wv[o, 0]
-            dw[o, 0] += r[:, j, o] @ xv[:, at, o // m]
-    np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-4, atol=1e-5)
+            dxp[:, at, o // m] += r[:, j, o, None] * wv[o, 0]
+            dw[o, 0] += r[:, j, o] @ xp[:, at, o // m]
+    dx = dxp[:, left : left + tn]
+    got_dx = x.grad.numpy().transpose(1, 2, 0) if channels_first else x.grad.numpy()
+    np.testing.assert_allclose(got_dx, dx, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(conv.filter.grad.numpy(), dw, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(conv.bias.grad.numpy(), r.sum(axis=(0, 1)), rtol=1e-4, atol=1e-5)
 

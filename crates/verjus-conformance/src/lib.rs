@@ -135,6 +135,8 @@ macro_rules! __conformance_list {
             attention => $crate::checks::attention,
             attention_backward => $crate::checks::attention_backward,
             layer_norm => $crate::checks::layer_norm,
+            depthwise_conv1d => $crate::checks::depthwise_conv1d,
+            depthwise_conv1d_backward => $crate::checks::depthwise_conv1d_backward,
             layer_norm_backward => $crate::checks::layer_norm_backward,
             gradcheck_unary => $crate::gradcheck::unary,
             gradcheck_binary => $crate::gradcheck::binary,
@@ -155,6 +157,7 @@ macro_rules! __conformance_list {
             gradcheck_lstm_cell => $crate::gradcheck::lstm_cell,
             gradcheck_attention => $crate::gradcheck::attention,
             gradcheck_layer_norm => $crate::gradcheck::layer_norm,
+            gradcheck_depthwise_conv1d => $crate::gradcheck::depthwise_conv1d,
             errors_wrong_shapes => $crate::errors::wrong_shapes,
             errors_wrong_dtypes => $crate::errors::wrong_dtypes,
             errors_out_of_range_indices => $crate::errors::out_of_range_indices,
@@ -165,6 +168,7 @@ macro_rules! __conformance_list {
             errors_lstm => $crate::errors::lstm,
             errors_attention => $crate::errors::attention,
             errors_layer_norm => $crate::errors::layer_norm,
+            errors_depthwise => $crate::errors::depthwise,
             no_panic_on_any_shape => $crate::proptests::no_panic_on_any_shape,
         }
     };

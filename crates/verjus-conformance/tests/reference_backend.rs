@@ -10,6 +10,8 @@
 mod attention;
 #[path = "reference_backend/ctc.rs"]
 mod ctc;
+#[path = "reference_backend/depthwise.rs"]
+mod depthwise;
 #[path = "reference_backend/layer_norm.rs"]
 mod layer_norm;
 #[path = "reference_backend/lstm.rs"]
@@ -21,10 +23,10 @@ use verjus_conformance::reference as r;
 use verjus_conformance::{checks, errors, gradcheck, proptests};
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, GemmSpec, IndexPlan,
-    LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads,
-    LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, PoolKind, ReducePlan, SelectPlan, SgdHyper,
-    UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
+    DropoutPlan, GemmPlan, GemmSpec, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan,
+    LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, PoolKind,
+    ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{
     Backend, BackendRef, DType, Device, Error, HostData, Result, Shape, Storage, Tensor,
@@ -63,6 +65,8 @@ enum Bug {
     LayerNormOnePassVariance,
     /// Layer norm's `dx` without the `xhat * mean(g * xhat)` term.
     LayerNormBackwardDropsXhatTerm,
+    /// The depthwise convolution reverses its filter (a true convolution).
+    DepthwiseFlipsFilter,
     /// The CTC loss runs every entry over all `T` frames.
     CtcIgnoresInputLengths,
     /// A deferred range error is dropped instead of reported at the next read.
@@ -636,6 +640,23 @@ impl Backend for ReferenceBackend {
         let drop = self.has(Bug::LayerNormBackwardDropsXhatTerm);
         layer_norm::backward(args, dy, grads, drop)
     }
+    fn depthwise_conv1d(
+        &self,
+        _plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        depthwise::forward(args, y, self.has(Bug::DepthwiseFlipsFilter))
+    }
+    fn depthwise_conv1d_backward(
+        &self,
+        _plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        dy: &Tensor,
+        grads: DepthwiseGrads<'_>,
+    ) -> Result<()> {
+        depthwise::backward(args, dy, grads, self.has(Bug::DepthwiseFlipsFilter))
+    }
 }
 
 /// Max pooling's gradient routed to the *last* maximum of each window (the bug).
@@ -812,6 +833,12 @@ fn layer_norm_checks_catch_a_one_pass_variance_and_a_missing_term() {
         checks::layer_norm_backward,
     );
     catches(Bug::LayerNormBackwardDropsXhatTerm, gradcheck::layer_norm);
+}
+
+#[test]
+fn depthwise_checks_catch_a_flipped_filter() {
+    catches(Bug::DepthwiseFlipsFilter, checks::depthwise_conv1d);
+    catches(Bug::DepthwiseFlipsFilter, checks::depthwise_conv1d_backward);
 }
 
 #[test]

@@ -11,9 +11,10 @@
 
 use crate::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
-    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
+    DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -401,5 +402,26 @@ pub trait Backend: Send + Sync + fmt::Debug {
         grads: LayerNormGrads<'_>,
     ) -> Result<()> {
         unsupported!(self, "layer_norm_backward")
+    }
+
+    /// Depthwise 1-D convolution, channels last (see [`crate::ops::depthwise_conv1d`]).
+    fn depthwise_conv1d(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        unsupported!(self, "depthwise_conv1d")
+    }
+
+    /// The gradients of [`Backend::depthwise_conv1d`].
+    fn depthwise_conv1d_backward(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        dy: &Tensor,
+        grads: DepthwiseGrads<'_>,
+    ) -> Result<()> {
+        unsupported!(self, "depthwise_conv1d_backward")
     }
 }

@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
-    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
+    DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Storage, Tensor};
 
@@ -462,5 +463,22 @@ impl Backend for CudaBackend {
         grads: LayerNormGrads<'_>,
     ) -> Result<()> {
         ops::layer_norm::backward(self, plan, args, mean, rstd, dy, grads)
+    }
+    fn depthwise_conv1d(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        ops::depthwise::forward(self, plan, args, y)
+    }
+    fn depthwise_conv1d_backward(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        dy: &Tensor,
+        grads: DepthwiseGrads<'_>,
+    ) -> Result<()> {
+        ops::depthwise::backward(self, plan, args, dy, grads)
     }
 }

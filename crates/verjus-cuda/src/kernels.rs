@@ -52,6 +52,7 @@ modules! {
     Concat => "concat",
     Conv => "conv",
     Ctc => "ctc",
+    Depthwise => "depthwise",
     Dropout => "dropout",
     Elementwise => "elementwise",
     Index => "index",

@@ -1,14 +1,15 @@
 //! [`NativeBackend`]: the trait implementation, dispatching to one module per op group.
 
 use crate::{
-    attention, concat, conv, dropout, elementwise, gemm, index, layer_norm, loss, lstm, memory,
-    optim, permute, pool, reduce, select, softmax,
+    attention, concat, conv, depthwise, dropout, elementwise, gemm, index, layer_norm, loss, lstm,
+    memory, optim, permute, pool, reduce, select, softmax,
 };
 use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
-    Conv2dPlan, CrossEntropyPlan, Distribution, DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs,
-    LayerNormGrads, LayerNormPlan, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
-    PermutePlan, Pool2dPlan, ReducePlan, SelectPlan, SgdHyper, UnaryOp,
+    Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
+    DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
+    SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -338,5 +339,24 @@ impl Backend for NativeBackend {
         grads: LayerNormGrads<'_>,
     ) -> Result<()> {
         layer_norm::backward(plan, args, mean, rstd, dy, grads)
+    }
+
+    fn depthwise_conv1d(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        y: &mut Tensor,
+    ) -> Result<()> {
+        depthwise::forward(plan, args, y)
+    }
+
+    fn depthwise_conv1d_backward(
+        &self,
+        plan: &DepthwisePlan,
+        args: &DepthwiseArgs<'_>,
+        dy: &Tensor,
+        grads: DepthwiseGrads<'_>,
+    ) -> Result<()> {
+        depthwise::backward(plan, args, dy, grads)
     }
 }

@@ -12,6 +12,7 @@ mod broadcast;
 mod concat;
 mod conv;
 mod ctc;
+mod depthwise;
 mod dropout;
 mod elementwise;
 mod gemm;

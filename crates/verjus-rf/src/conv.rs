@@ -8,7 +8,9 @@
 //! symmetric part of the padding goes to the core op; the one extra entry
 //! on the right of an even window is added as zeros. Groups run as one
 //! core conv per group, joined along the channels, except a depthwise conv
-//! (one input channel per group), which runs as a few ops for all groups.
+//! (one input channel per group): in 1-D with one filter per channel and
+//! stride 1 (the Conformer's) the core's channels-last `depthwise_conv1d`,
+//! otherwise a few ops for all groups.
 
 use crate::mask::masked;
 use crate::window::{pad_axis, Window};
@@ -43,6 +45,9 @@ pub fn conv(source: &RfTensor, args: &ConvArgs) -> Result<(RfTensor, Vec<Dim>)> 
     let window = &args.window;
     check(source, args)?;
     let x = masked(source, spatial, 0.0)?;
+    if is_depthwise_1d(args) {
+        return depthwise_1d(&x, args);
+    }
     let batch: Vec<Dim> = x
         .dims()
         .iter()
@@ -198,6 +203,60 @@ fn filter_in_dim(args: &ConvArgs) -> Result<Dim> {
             ),
         )),
     }
+}
+
+/// Whether `args` is a 1-D conv with one filter per channel and stride 1
+/// (the Conformer's convolution module), which [`depthwise_1d`] runs.
+fn is_depthwise_1d(args: &ConvArgs) -> bool {
+    let c = args.in_dim.size();
+    args.in_spatial_dims.len() == 1
+        && c == Some(args.groups)
+        && args.out_dim.size() == c
+        && args.window.strides == [1]
+}
+
+/// A depthwise 1-D conv through the core's channels-last
+/// `depthwise_conv1d`: the source as `[batch, time, channels]` (no copy when
+/// the channels already come last), every window read in place.
+fn depthwise_1d(x: &RfTensor, args: &ConvArgs) -> Result<(RfTensor, Vec<Dim>)> {
+    let spatial = &args.in_spatial_dims;
+    let mut order: Vec<Dim> = x
+        .dims()
+        .iter()
+        .filter(|d| **d != args.in_dim && !spatial.contains(d))
+        .cloned()
+        .collect();
+    let batch = order.len();
+    order.push(spatial[0].clone());
+    order.push(args.in_dim.clone());
+    let x = x.copy_transpose(&order)?;
+    let sizes = x.sizes();
+    let n: usize = sizes[..batch].iter().product();
+    let (t, c) = (sizes[batch], sizes[batch + 1]);
+    let out_dims = args
+        .window
+        .out_dims("conv", spatial, &[t], args.out_spatial_dims.clone())?;
+    let filter = args.filter.copy_transpose(&[
+        args.out_dim.clone(),
+        filter_in_dim(args)?,
+        args.filter_size[0].clone(),
+    ])?;
+    let k = filter.sizes()[2];
+    let (left, right) = args.window.pads(0);
+    let y = x.var().reshape([n, t, c])?.depthwise_conv1d(
+        &filter.var().reshape([c, k])?,
+        args.bias.as_ref().map(RfTensor::var),
+        [left, right],
+        args.window.dilation[0],
+    )?;
+    let mut shape = sizes[..batch].to_vec();
+    shape.extend([y.shape().dims()[1], c]);
+    let mut dims = order[..batch].to_vec();
+    dims.extend(out_dims.iter().cloned());
+    dims.push(args.out_dim.clone());
+    let out = RfTensor::new(y.reshape(shape)?, dims, RfDType::Float32)?
+        .with_feature_dim(Some(args.out_dim.clone()))?;
+    Ok((out, out_dims))
 }
 
 /// The filter as `[out, in / groups, kh, kw]`.

@@ -16,6 +16,7 @@ pub mod attention;
 pub mod concat;
 pub mod conv;
 pub mod ctc;
+pub mod depthwise;
 pub mod dropout;
 pub mod elementwise;
 pub mod gemm;

@@ -42,7 +42,7 @@
 //! - `grad_mode.rs`: [`no_grad`] and friends;
 //! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
 //! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
-//!   `softmax.rs`, `conv.rs`, `pool.rs`, `dropout.rs`, `random.rs`, `index.rs`, `layer_norm.rs`, `loss.rs`,
+//!   `softmax.rs`, `conv.rs`, `depthwise.rs`, `pool.rs`, `dropout.rs`, `random.rs`, `index.rs`, `layer_norm.rs`, `loss.rs`,
 //!   `shape_ops.rs`, `select.rs`, `lstm.rs` (an op with several outputs on
 //!   one node).
 
@@ -52,6 +52,7 @@ mod attention;
 mod checkpoint;
 mod conv;
 mod ctc;
+mod depthwise;
 mod dropout;
 mod engine;
 mod grad_mode;

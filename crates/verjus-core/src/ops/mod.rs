@@ -14,6 +14,7 @@ mod attention;
 mod concat;
 mod conv;
 mod ctc;
+mod depthwise;
 mod dropout;
 mod elementwise;
 mod gemm;
@@ -40,6 +41,10 @@ pub use conv::{
     Conv2dPlan,
 };
 pub use ctc::{ctc_check, ctc_loss, ctc_plan, CtcInputs, CtcPlan};
+pub use depthwise::{
+    depthwise_conv1d, depthwise_conv1d_backward, depthwise_plan, DepthwiseArgs, DepthwiseGrads,
+    DepthwisePlan,
+};
 pub use dropout::{dropout, dropout_backward, DropoutPlan};
 pub use elementwise::{
     binary, binary_backward, binary_kernels, unary, unary_backward, unary_kernels, BinaryDomain,

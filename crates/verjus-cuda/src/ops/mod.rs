@@ -8,6 +8,7 @@ mod attention_gemm;
 pub(crate) mod concat;
 pub(crate) mod conv;
 pub(crate) mod ctc;
+pub(crate) mod depthwise;
 pub(crate) mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod gemm;
