@@ -196,3 +196,23 @@ def test_a_scalar_converts_to_a_tensor_without_dims(value) -> None:
     assert t.dims == ()
     assert t.numpy().shape == ()
     assert float(t.numpy()) == float(value)
+
+
+def test_constants_over_the_batch_dim_take_the_current_batch_size() -> None:
+    """As RETURNN's batch_dim at run time: once data over rf.batch_dim was
+    made, rf.zeros over it and a module's default initial state have that
+    batch's size, and follow the next batch's."""
+    feat, hidden = rf.Dim(3, name="feat"), rf.Dim(5, name="hidden")
+    lstm = rf.LSTM(feat, hidden)
+    for batch in (4, 2):
+        x = rf.convert_to_tensor(np.ones((batch, 3), np.float32), dims=[rf.batch_dim, feat])
+        assert rf.zeros([rf.batch_dim, feat]).shape == [batch, 3]
+        state = lstm.default_initial_state(batch_dims=[rf.batch_dim])
+        y, _ = lstm(x, state=state, spatial_dim=rf.single_step_dim)
+        assert y.shape == [batch, 5]
+
+
+def test_constants_over_an_unseen_unknown_dim_are_an_error() -> None:
+    never = rf.Dim(None, name="never")
+    with pytest.raises(ValueError, match="never has no known size"):
+        rf.zeros([never])

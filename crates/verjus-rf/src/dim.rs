@@ -12,14 +12,17 @@
 //!   and the entries past a sequence's own length are padding, masked by
 //!   reductions and softmax;
 //! - unknown ([`batch_dim`], `Dim(None)`): set by the tensors that carry it,
-//!   which must then agree with each other; never masked.
+//!   which must then agree with each other; never masked. A constant over
+//!   such a dim ([`full`](crate::full), so `rf.zeros([rf.batch_dim, ...])`)
+//!   takes the size of the last tensor made from data over it, as RETURNN's
+//!   `batch_dim` takes the current batch's.
 
 use crate::dim_math::DimMath;
 use crate::mask;
 use crate::RfTensor;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use verjus_core::{Error, Result};
 
@@ -39,7 +42,13 @@ struct DimInner {
     derived: Mutex<Vec<(DimMath, Weak<DimInner>)>>,
     /// The dim and formula this one was derived from by dim arithmetic.
     origin: OnceLock<(Dim, DimMath)>,
+    /// An unknown dim's size in the last tensor made from data over it
+    /// ([`NOT_SEEN`] before any).
+    seen: AtomicUsize,
 }
+
+/// [`DimInner::seen`] before a tensor over the dim was made from data.
+const NOT_SEEN: usize = usize::MAX;
 
 enum Size {
     Static(usize),
@@ -61,6 +70,7 @@ impl Dim {
             mask: OnceLock::new(),
             derived: Mutex::new(Vec::new()),
             origin: OnceLock::new(),
+            seen: AtomicUsize::new(NOT_SEEN),
         }))
     }
 
@@ -119,6 +129,23 @@ impl Dim {
             Size::Static(n) => Some(*n),
             Size::Dynamic { max, .. } => Some(*max),
             Size::Unknown => None,
+        }
+    }
+
+    /// [`size`](Dim::size), or for an unknown dim its size in the last
+    /// tensor made from data over it (the current batch's, for the batch).
+    pub fn size_or_seen(&self) -> Option<usize> {
+        self.size().or_else(|| {
+            let seen = self.0.seen.load(Ordering::Relaxed);
+            (seen != NOT_SEEN).then_some(seen)
+        })
+    }
+
+    /// Records that a tensor made from data has `n` entries along this dim
+    /// (kept for an unknown dim; see [`size_or_seen`](Dim::size_or_seen)).
+    pub(crate) fn note_data_size(&self, n: usize) {
+        if matches!(self.0.size, Size::Unknown) {
+            self.0.seen.store(n, Ordering::Relaxed);
         }
     }
 

@@ -11,13 +11,17 @@ use verjus_core::autograd::Var;
 use verjus_core::ops::{self, BinaryOp};
 use verjus_core::{BackendRef, Error, Result, Shape};
 
-/// A constant over `dims` (all of known size) filled with `value`.
+/// A constant over `dims` filled with `value`: every dim of known size, or
+/// unknown with a size seen in data (`Dim::size_or_seen`).
 pub fn full(dims: &[Dim], value: f64, dtype: RfDType, backend: &BackendRef) -> Result<RfTensor> {
     let sizes = dims
         .iter()
         .map(|d| {
-            d.size().ok_or_else(|| {
-                Error::invalid("full", format!("dim {d} has no known size; use full_like"))
+            d.size_or_seen().ok_or_else(|| {
+                Error::invalid(
+                    "full",
+                    format!("dim {d} has no known size (no tensor over it was made from data yet); use full_like"),
+                )
             })
         })
         .collect::<Result<Vec<_>>>()?;

@@ -56,7 +56,11 @@ impl RfTensor {
             None => RfDType::of_storage(value.dtype())?,
         };
         let var = Var::new(value, backend, requires_grad)?;
-        RfTensor::new(var, dims, dtype)
+        let t = RfTensor::new(var, dims, dtype)?;
+        for (d, n) in t.dims.iter().zip(t.var.shape().dims()) {
+            d.note_data_size(*n);
+        }
+        Ok(t)
     }
 
     /// A float32 scalar constant on `backend`.
