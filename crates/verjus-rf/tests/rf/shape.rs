@@ -11,10 +11,15 @@ fn full_and_expand_dim() {
         (names(&ones), vals(&ones)),
         (vec!["f".to_owned(), "g".to_owned()], vec![1.0; 6])
     );
-    let err = full(&[batch_dim()], 0.0, RfDType::Float32, &be())
+    // An unknown dim: an error until data over it was made, then that size.
+    let unknown = Dim::new_unknown("beam");
+    let err = full(&[unknown.clone()], 0.0, RfDType::Float32, &be())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("batch"), "{err}");
+    assert!(err.contains("beam"), "{err}");
+    float(&[&unknown], &[3], vec![1.0, 2.0, 3.0]);
+    let zeros = full(&[unknown], 0.0, RfDType::Float32, &be()).unwrap();
+    assert_eq!(vals(&zeros), [0.0; 3]);
     let x = float(&[&batch_dim()], &[2], vec![1.0, 2.0]);
     assert_eq!(vals(&full_like(&x, 7.0).unwrap()), [7.0, 7.0]);
     let y = expand_dim(&x, &g).unwrap();
