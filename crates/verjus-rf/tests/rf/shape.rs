@@ -13,7 +13,7 @@ fn full_and_expand_dim() {
     );
     // An unknown dim: an error until data over it was made, then that size.
     let unknown = Dim::new_unknown("beam");
-    let err = full(&[unknown.clone()], 0.0, RfDType::Float32, &be())
+    let err = full(std::slice::from_ref(&unknown), 0.0, RfDType::Float32, &be())
         .unwrap_err()
         .to_string();
     assert!(err.contains("beam"), "{err}");
