@@ -26,9 +26,10 @@ references / the summed reference lengths) and the training time.
 ``examples/python/torch_conformer_ctc.py`` is the same in PyTorch (a test
 checks that it computes the same logits from the same weights).
 
-Measured on a quiet 2-core machine (``--epochs 2``, the defaults otherwise):
-test LER 22.73 / 16.66 %, 62.5 / 59.4 s per epoch; the PyTorch twin (2
-threads) 22.99 / 16.46 %, 24.2 / 23.7 s per epoch (BENCHMARKS.md, stop 29).
+Measured on a 2-core machine (``--epochs 2``, the defaults otherwise; two
+runs, each followed by the PyTorch twin's on 2 threads): test LER 23.10 /
+16.60 % and 22.62 / 16.49 %, 11.4-11.7 s per epoch; the twin 22.99 / 16.46 %,
+14.5-16.5 s per epoch (BENCHMARKS.md, stop 31).
 """
 
 from __future__ import annotations
