@@ -65,6 +65,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// A zero-filled tensor on this device.
     fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor>;
+    /// A tensor for an op to overwrite entirely (every op's output but
+    /// `index_add`'s): its elements are unspecified until then, which lets a
+    /// backend skip the zero fill. The default zero-fills.
+    fn alloc_output(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        self.alloc_zeroed(shape, dtype)
+    }
     /// Copies a host tensor to this device.
     fn upload(&self, host: &Tensor) -> Result<Tensor>;
     /// Copies a tensor of this device to the host.

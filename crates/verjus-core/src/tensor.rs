@@ -13,6 +13,7 @@
 //! step; the eager frontend allocates fresh outputs with [`crate::ops::zeros`].
 
 use crate::host_memory;
+use crate::host_pool;
 use crate::view::BorrowedHost;
 use crate::{DType, Device, Element, Error, Result, Shape};
 use std::any::Any;
@@ -105,6 +106,9 @@ pub struct Tensor {
 impl Drop for Tensor {
     fn drop(&mut self) {
         host_memory::freed(self.counted);
+        if let Storage::Host(HostData::F32(v)) = &mut self.storage {
+            host_pool::give(std::mem::take(v));
+        }
     }
 }
 
@@ -150,6 +154,27 @@ impl Tensor {
     /// A zero-filled host tensor.
     pub fn zeros_host(shape: &Shape, dtype: DType) -> Result<Self> {
         let data = HostData::zeros(dtype, shape.numel())?;
+        Ok(Tensor::build(shape.clone(), dtype, Storage::Host(data)))
+    }
+
+    /// A host tensor for an op to overwrite entirely: its elements are
+    /// unspecified (a recycled buffer's stale values, or zeros; NaN with
+    /// `VERJUS_POISON_OUTPUTS=1`), which saves the zero fill of
+    /// [`Tensor::zeros_host`] (see `host_pool.rs`).
+    pub fn output_host(shape: &Shape, dtype: DType) -> Result<Self> {
+        let data = match dtype {
+            DType::F32 => match host_pool::take(shape.numel()) {
+                Some(v) => HostData::F32(v),
+                None => {
+                    let mut data = HostData::zeros(dtype, shape.numel())?;
+                    if let HostData::F32(v) = &mut data {
+                        host_pool::poison(v);
+                    }
+                    data
+                }
+            },
+            _ => HostData::zeros(dtype, shape.numel())?,
+        };
         Ok(Tensor::build(shape.clone(), dtype, Storage::Host(data)))
     }
 

@@ -187,6 +187,9 @@ impl Backend for CudaBackend {
     fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
         ops::memory::alloc_zeroed(self, shape, dtype)
     }
+    fn alloc_output(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        ops::memory::alloc_output(self, shape, dtype)
+    }
     fn upload(&self, host: &Tensor) -> Result<Tensor> {
         ops::memory::upload(self, host)
     }

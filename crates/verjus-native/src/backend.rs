@@ -45,6 +45,9 @@ impl Backend for NativeBackend {
     fn alloc_zeroed(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
         Tensor::zeros_host(shape, dtype)
     }
+    fn alloc_output(&self, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        Tensor::output_host(shape, dtype)
+    }
     fn upload(&self, host: &Tensor) -> Result<Tensor> {
         host.try_clone_host()
     }

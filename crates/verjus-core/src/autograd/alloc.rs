@@ -4,9 +4,16 @@
 use crate::ops::{self, BinaryOp};
 use crate::{Backend, DType, Result, Shape, Tensor};
 
-/// A zero-filled f32 tensor on the backend's device.
+/// A zero-filled f32 tensor on the backend's device: for a gradient that
+/// stays 0 or a buffer an op accumulates into (`index_add`).
 pub(crate) fn zeros(be: &dyn Backend, shape: &Shape) -> Result<Tensor> {
     ops::zeros(be, shape, DType::F32)
+}
+
+/// An f32 tensor for an op to overwrite entirely (an op's output, a
+/// gradient rule's result): no zero fill (see `Backend::alloc_output`).
+pub(crate) fn output(be: &dyn Backend, shape: &Shape) -> Result<Tensor> {
+    ops::output(be, shape, DType::F32)
 }
 
 /// Zero-filled f32 tensors of the given shapes (a gradient rule's scratch).
@@ -16,7 +23,7 @@ pub(crate) fn all_zeros(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tensor
 
 /// `a + b` in a fresh tensor (same shapes: gradient accumulation).
 pub(crate) fn add(be: &dyn Backend, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let mut c = zeros(be, a.shape())?;
+    let mut c = output(be, a.shape())?;
     ops::binary(be, BinaryOp::Add, a, b, &mut c)?;
     Ok(c)
 }
@@ -24,7 +31,7 @@ pub(crate) fn add(be: &dyn Backend, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// A copy of `t` under `shape` (same element count and dtype): how a value
 /// that other handles share is reshaped, since a tensor owns its storage.
 pub(crate) fn copy_as(be: &dyn Backend, t: &Tensor, shape: &Shape) -> Result<Tensor> {
-    let mut out = ops::zeros(be, shape, t.dtype())?;
+    let mut out = ops::output(be, shape, t.dtype())?;
     ops::copy(be, t, &mut out)?;
     Ok(out)
 }

@@ -52,7 +52,7 @@ impl Var {
         if !op.is_differentiable() {
             let (a, b) = (self.value(), other.value());
             let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
-            let mut c = alloc::zeros(&**be, &plan.out)?;
+            let mut c = alloc::output(&**be, &plan.out)?;
             ops::binary(&**be, op, &a, &b, &mut c)?;
             return Ok(Var::from_parts(Arc::new(c), be.clone(), false, None));
         }
@@ -60,15 +60,15 @@ impl Var {
         Var::record(op.name(), be, &[self, other], saves, move |be, xs| {
             let (a, b) = (&xs[0], &xs[1]);
             let plan = BinaryPlan::new(op, a.shape(), b.shape())?;
-            let mut c = alloc::zeros(be, &plan.out)?;
+            let mut c = alloc::output(be, &plan.out)?;
             ops::binary(be, op, a, b, &mut c)?;
             let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
                 let (a, b) = (inputs.get(0)?, inputs.get(1)?);
                 let mut da = need(needs, 0)
-                    .then(|| alloc::zeros(be, a.shape()))
+                    .then(|| alloc::output(be, a.shape()))
                     .transpose()?;
                 let mut db = need(needs, 1)
-                    .then(|| alloc::zeros(be, b.shape()))
+                    .then(|| alloc::output(be, b.shape()))
                     .transpose()?;
                 grad::binary(be, op, &a, &b, &dy, da.as_mut(), db.as_mut())?;
                 Ok(vec![da, db])

@@ -46,8 +46,8 @@ impl Var {
                     scale,
                 };
                 let plan = ops::attention_plan("attention", be, &args)?;
-                let mut out = alloc::zeros(be, &plan.output_shape())?;
-                let mut lse = alloc::zeros(be, &plan.lse_shape())?;
+                let mut out = alloc::output(be, &plan.output_shape())?;
+                let mut lse = alloc::output(be, &plan.lse_shape())?;
                 ops::attention(be, &args, &mut out, &mut lse)?;
                 let out = Arc::new(out);
                 let saved_out = Saved::new(out.clone());
@@ -58,7 +58,7 @@ impl Var {
                     let mut grads: [Option<Tensor>; 3] = Default::default();
                     for (i, (g, like)) in grads.iter_mut().zip([&q, &k, &v]).enumerate() {
                         if need(needs, i) {
-                            *g = Some(alloc::zeros(be, like.shape())?);
+                            *g = Some(alloc::output(be, like.shape())?);
                         }
                     }
                     let [dq, dk, dv] = grads.each_mut().map(Option::as_mut);

@@ -21,7 +21,7 @@ impl Var {
             let (x, w) = (&xs[0], &xs[1]);
             let b = has_bias.then(|| &xs[2]);
             let plan = Conv2dPlan::new(x.shape(), w.shape(), params)?;
-            let mut y = alloc::zeros(be, &plan.output_shape()?)?;
+            let mut y = alloc::output(be, &plan.output_shape()?)?;
             ops::conv2d(be, x, w, b.map(|b| &**b), params, &mut y)?;
             let bias_shape = b.map(|b| b.shape().clone());
             let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
@@ -29,7 +29,7 @@ impl Var {
                 let fresh = |i: usize, shape: Option<&Shape>| {
                     shape
                         .filter(|_| need(needs, i))
-                        .map(|s| alloc::zeros(be, s))
+                        .map(|s| alloc::output(be, s))
                         .transpose()
                 };
                 let mut dx = fresh(0, Some(x.shape()))?;

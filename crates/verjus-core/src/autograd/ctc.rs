@@ -39,13 +39,13 @@ impl Var {
         // The backward reads no input: it keeps the gradient the forward made.
         let saves = Saves::own(Reads::Nothing);
         Var::record("ctc_loss", be, &inputs, saves, move |be, xs| {
-            let mut dlp = alloc::zeros(be, xs[0].shape())?;
+            let mut dlp = alloc::output(be, xs[0].shape())?;
             let losses = forward(be, xs, blank, max_approx, Some(&mut dlp))?;
             let dlp = Saved::owned(dlp);
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let n = dy.numel();
                 let dy = dy.reshape([n, 1, 1])?;
-                let mut dx = alloc::zeros(be, dlp.shape())?;
+                let mut dx = alloc::output(be, dlp.shape())?;
                 grad::ctc_loss(be, &dlp, &dy, &mut dx)?;
                 Ok(vec![Some(dx), None, None, None])
             });
@@ -70,7 +70,7 @@ fn forward(
         target_lengths: &xs[3],
     };
     let batch = xs[0].dims().first().copied().unwrap_or(0);
-    let mut losses = alloc::zeros(be, &Shape::new([batch])?)?;
+    let mut losses = alloc::output(be, &Shape::new([batch])?)?;
     ops::ctc_loss(be, &inputs, blank, max_approx, &mut losses, dlog_probs)?;
     Ok(losses)
 }

@@ -38,20 +38,20 @@ impl Var {
                     dilation,
                 };
                 let plan = ops::depthwise_plan("depthwise_conv1d", be, &args)?;
-                let mut y = alloc::zeros(be, &plan.output_shape())?;
+                let mut y = alloc::output(be, &plan.output_shape())?;
                 ops::depthwise_conv1d(be, &args, &mut y)?;
                 let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
                     let (x, filter) = (inputs.get(0)?, inputs.get(1)?);
                     let mut grads: Vec<Option<Tensor>> =
                         (0..2 + usize::from(has_bias)).map(|_| None).collect();
                     if need(needs, 0) {
-                        grads[0] = Some(alloc::zeros(be, x.shape())?);
+                        grads[0] = Some(alloc::output(be, x.shape())?);
                     }
                     if need(needs, 1) {
-                        grads[1] = Some(alloc::zeros(be, filter.shape())?);
+                        grads[1] = Some(alloc::output(be, filter.shape())?);
                     }
                     if has_bias && need(needs, 2) {
-                        grads[2] = Some(alloc::zeros(be, &crate::Shape::new([x.dims()[2]])?)?);
+                        grads[2] = Some(alloc::output(be, &crate::Shape::new([x.dims()[2]])?)?);
                     }
                     let mut slots = grads.iter_mut();
                     let dx = slots.next().and_then(Option::as_mut);

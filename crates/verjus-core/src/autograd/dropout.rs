@@ -18,10 +18,10 @@ impl Var {
     pub fn dropout(&self, p: f32, seed: u64, offset: u64) -> Result<Var> {
         let saves = Saves::NOTHING;
         Var::record("dropout", self.backend(), &[self], saves, move |be, xs| {
-            let mut y = alloc::zeros(be, xs[0].shape())?;
+            let mut y = alloc::output(be, xs[0].shape())?;
             ops::dropout(be, &xs[0], p, seed, offset, &mut y)?;
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
-                let mut dx = alloc::zeros(be, dy.shape())?;
+                let mut dx = alloc::output(be, dy.shape())?;
                 grad::dropout(be, &dy, p, seed, offset, &mut dx)?;
                 Ok(vec![Some(dx)])
             });

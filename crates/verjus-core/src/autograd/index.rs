@@ -23,7 +23,7 @@ impl Var {
                 x.shape().dim("index_select", axis)?;
                 let mut dims = x.dims().to_vec();
                 dims[axis] = idx.numel();
-                let mut y = alloc::zeros(be, &Shape::new(dims)?)?;
+                let mut y = alloc::output(be, &Shape::new(dims)?)?;
                 ops::index_select(be, x, axis, idx, &mut y)?;
                 let x_shape = x.shape().clone();
                 let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {

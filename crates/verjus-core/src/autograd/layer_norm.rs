@@ -53,9 +53,9 @@ impl Var {
                     eps,
                 };
                 let plan = ops::layer_norm_plan("layer_norm", be, &args)?;
-                let mut y = alloc::zeros(be, x.shape())?;
-                let mut mean = alloc::zeros(be, &plan.stats_shape())?;
-                let mut rstd = alloc::zeros(be, &plan.stats_shape())?;
+                let mut y = alloc::output(be, x.shape())?;
+                let mut mean = alloc::output(be, &plan.stats_shape())?;
+                let mut rstd = alloc::output(be, &plan.stats_shape())?;
                 ops::layer_norm(be, &args, &mut y, &mut mean, &mut rstd)?;
                 let (mean, rstd) = (Saved::owned(mean), Saved::owned(rstd));
                 let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
@@ -64,14 +64,14 @@ impl Var {
                     let mut grads: Vec<Option<Tensor>> = Vec::with_capacity(3);
                     grads.push(
                         need(needs, 0)
-                            .then(|| alloc::zeros(be, x.shape()))
+                            .then(|| alloc::output(be, x.shape()))
                             .transpose()?,
                     );
                     for at in [scale_at, bias_at].into_iter().flatten() {
                         let shape = crate::Shape::new([x.dims()[1]])?;
                         grads.push(
                             need(needs, at)
-                                .then(|| alloc::zeros(be, &shape))
+                                .then(|| alloc::output(be, &shape))
                                 .transpose()?,
                         );
                     }

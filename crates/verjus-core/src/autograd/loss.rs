@@ -28,13 +28,13 @@ impl Var {
         let name = "softmax_cross_entropy";
         let saves = Saves::own(Reads::Nothing);
         Var::record(name, be, &[self, labels], saves, move |be, xs| {
-            let mut dlogits = alloc::zeros(be, xs[0].shape())?;
+            let mut dlogits = alloc::output(be, xs[0].shape())?;
             let losses = forward(be, &xs[0], &xs[1], smoothing, Some(&mut dlogits))?;
             let n = losses.numel();
             let dlogits = Saved::owned(dlogits);
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let dy = dy.reshape([n, 1])?;
-                let mut dx = alloc::zeros(be, dlogits.shape())?;
+                let mut dx = alloc::output(be, dlogits.shape())?;
                 grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;
                 Ok(vec![Some(dx), None])
             });
@@ -52,7 +52,7 @@ fn forward(
     dlogits: Option<&mut Tensor>,
 ) -> Result<Tensor> {
     let n = logits.dims().first().copied().unwrap_or(0);
-    let mut losses = alloc::zeros(be, &Shape::new([n])?)?;
+    let mut losses = alloc::output(be, &Shape::new([n])?)?;
     ops::softmax_cross_entropy(be, logits, labels, smoothing, 1.0, &mut losses, dlogits)?;
     Ok(losses)
 }

@@ -144,7 +144,7 @@ impl Operands {
         for (g, value) in grads.iter_mut().zip(slots) {
             if let Some(value) = value {
                 if need(needs, input) {
-                    *g = Some(alloc::zeros(be, value.shape())?);
+                    *g = Some(alloc::output(be, value.shape())?);
                 }
                 input += 1;
             }
@@ -205,10 +205,10 @@ impl Var {
             let operands = Operands::from_slots(xs, present, lengths.clone())?;
             let args = operands.args();
             let plan = ops::lstm_plan(op, be, &args, false)?;
-            let mut y = alloc::zeros(be, &plan.output_shape())?;
-            let mut h_n = alloc::zeros(be, &plan.state_shape())?;
-            let mut c_n = alloc::zeros(be, &plan.state_shape())?;
-            let mut reserve = alloc::zeros(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
+            let mut y = alloc::output(be, &plan.output_shape())?;
+            let mut h_n = alloc::output(be, &plan.state_shape())?;
+            let mut c_n = alloc::output(be, &plan.state_shape())?;
+            let mut reserve = alloc::output(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
             let out = LstmOutputs {
                 y: &mut y,
                 h_n: Some(&mut h_n),
@@ -247,9 +247,9 @@ impl Var {
             let operands = Operands::from_slots(xs, present, lengths.clone())?;
             let args = operands.args();
             let plan = ops::lstm_plan(op, be, &args, true)?;
-            let mut h = alloc::zeros(be, &plan.state_shape())?;
-            let mut c = alloc::zeros(be, &plan.state_shape())?;
-            let mut reserve = alloc::zeros(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
+            let mut h = alloc::output(be, &plan.state_shape())?;
+            let mut c = alloc::output(be, &plan.state_shape())?;
+            let mut reserve = alloc::output(be, &Shape::new([ops::lstm_reserve_len(be, &plan)?])?)?;
             let out = LstmOutputs {
                 y: &mut h,
                 h_n: None,

@@ -30,7 +30,7 @@ impl Var {
                 let (a, b) = (&xs[0], &xs[1]);
                 let spec = GemmSpec::new(trans_a, trans_b);
                 let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
-                let mut c = alloc::zeros(be, &plan.output_shape(a.shape(), b.shape())?)?;
+                let mut c = alloc::output(be, &plan.output_shape(a.shape(), b.shape())?)?;
                 ops::gemm(be, a, b, &mut c, spec)?;
                 // Each operand's gradient reads only the other operand's value, so
                 // one made in a checkpoint scope is recomputed only when needed.
@@ -78,7 +78,7 @@ fn operand_grad(
 ) -> Result<Tensor> {
     let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this)?;
     let mut scratch = alloc::all_zeros(be, &shapes)?;
-    let mut out = alloc::zeros(be, this)?;
+    let mut out = alloc::output(be, this)?;
     grad::matmul(be, operand, other, g, spec, &mut out, &mut scratch)?;
     Ok(out)
 }

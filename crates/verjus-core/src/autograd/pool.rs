@@ -21,13 +21,13 @@ impl Var {
         Var::record(name, self.backend(), &[self], saves, move |be, xs| {
             let x = &xs[0];
             let plan = Pool2dPlan::new(kind, x.shape(), params)?;
-            let mut y = alloc::zeros(be, &plan.output_shape()?)?;
+            let mut y = alloc::output(be, &plan.output_shape()?)?;
             ops::pool2d(be, kind, x, params, &mut y)?;
             let y = Arc::new(y);
             let saved_y = Saved::new(y.clone());
             let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                 let x = inputs.get(0)?;
-                let mut dx = alloc::zeros(be, x.shape())?;
+                let mut dx = alloc::output(be, x.shape())?;
                 grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
                 Ok(vec![Some(dx)])
             });

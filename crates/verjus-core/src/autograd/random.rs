@@ -25,7 +25,7 @@ impl Var {
     ) -> Result<Var> {
         let shape = shape.clone();
         Var::record("random", backend, &[], Saves::NOTHING, move |be, _| {
-            let mut t = alloc::zeros(be, &shape)?;
+            let mut t = alloc::output(be, &shape)?;
             ops::random(be, &mut t, dist, seed, offset)?;
             let backward: BackwardFn = Box::new(|_, _, _, _| Ok(Vec::new()));
             Ok((Arc::new(t), backward))

@@ -57,14 +57,14 @@ impl Var {
             } else {
                 plan.squeezed()
             };
-            let mut y = alloc::zeros(be, &shape)?;
+            let mut y = alloc::output(be, &shape)?;
             ops::reduce(be, op, x, &axes, &mut y)?;
             let y = Arc::new(y);
             let saved_y = Saved::new(y.clone());
             let axes = axes.clone();
             let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                 let x = inputs.get(0)?;
-                let mut dx = alloc::zeros(be, x.shape())?;
+                let mut dx = alloc::output(be, x.shape())?;
                 grad::reduce(be, op, &x, &axes, &saved_y, &dy, &mut dx)?;
                 Ok(vec![Some(dx)])
             });

@@ -25,20 +25,22 @@ impl Var {
             move |be, xs| {
                 let (c, xv, yv) = (&xs[0], &xs[1], &xs[2]);
                 let plan = SelectPlan::new(c.shape(), xv.shape(), yv.shape())?;
-                let mut out = alloc::zeros(be, &plan.out)?;
+                let mut out = alloc::output(be, &plan.out)?;
                 ops::select(be, c, xv, yv, &mut out)?;
                 let (x_shape, y_shape) = (xv.shape().clone(), yv.shape().clone());
                 let backward: BackwardFn = Box::new(move |be, dout, inputs, needs| {
                     let c = inputs.get(0)?;
                     let zero = alloc::zeros(be, &Shape::scalar())?;
                     let fresh = |i: usize, shape: &Shape| {
-                        need(needs, i).then(|| alloc::zeros(be, shape)).transpose()
+                        need(needs, i).then(|| alloc::output(be, shape)).transpose()
                     };
                     let (mut dx, mut dy) = (fresh(1, &x_shape)?, fresh(2, &y_shape)?);
                     let summed = [&dx, &dy]
                         .iter()
                         .any(|g| g.as_ref().is_some_and(|g| g.shape() != dout.shape()));
-                    let mut scratch = summed.then(|| alloc::zeros(be, dout.shape())).transpose()?;
+                    let mut scratch = summed
+                        .then(|| alloc::output(be, dout.shape()))
+                        .transpose()?;
                     let grads = SelectGrads {
                         dx: dx.as_mut(),
                         dy: dy.as_mut(),

@@ -53,11 +53,11 @@ impl Var {
             move |be, xs| {
                 let x = &xs[0];
                 let plan = PermutePlan::new(x.shape(), &perm)?;
-                let mut y = ops::zeros(be, &plan.output, x.dtype())?;
+                let mut y = ops::output(be, &plan.output, x.dtype())?;
                 ops::permute(be, x, &perm, &mut y)?;
                 let (perm, x_shape) = (perm.clone(), plan.input);
                 let backward: BackwardFn = Box::new(move |be, dy, _, _| {
-                    let mut dx = alloc::zeros(be, &x_shape)?;
+                    let mut dx = alloc::output(be, &x_shape)?;
                     grad::permute(be, &dy, &perm, &mut dx)?;
                     Ok(vec![Some(dx)])
                 });
@@ -81,13 +81,13 @@ impl Var {
                 let tensors: Vec<&Tensor> = xs.iter().map(|v| &**v).collect();
                 let shapes: Vec<&Shape> = tensors.iter().map(|t| t.shape()).collect();
                 let plan = ConcatPlan::new("concat", &shapes, axis)?;
-                let mut y = alloc::zeros(be, &plan.whole)?;
+                let mut y = alloc::output(be, &plan.whole)?;
                 ops::concat(be, &tensors, axis, &mut y)?;
                 let part_shapes: Vec<Shape> = shapes.into_iter().cloned().collect();
                 let backward: BackwardFn = Box::new(move |be, dy, _, needs| {
                     let mut grads = part_shapes
                         .iter()
-                        .map(|s| alloc::zeros(be, s))
+                        .map(|s| alloc::output(be, s))
                         .collect::<Result<Vec<_>>>()?;
                     let mut outs: Vec<&mut Tensor> = grads.iter_mut().collect();
                     grad::concat(be, &dy, axis, &mut outs)?;
@@ -126,7 +126,7 @@ impl Var {
                     .zip(&zeros)
                     .filter_map(|(dy, zero)| dy.as_ref().or(zero.as_ref()))
                     .collect();
-                let mut dx = alloc::zeros(be, &x_shape)?;
+                let mut dx = alloc::output(be, &x_shape)?;
                 grad::split(be, &pieces, axis, &mut dx)?;
                 Ok(vec![Some(dx)])
             });
@@ -179,7 +179,7 @@ fn split_values(
         .collect::<Result<Arc<[Shape]>>>()?;
     let mut parts = shapes
         .iter()
-        .map(|s| alloc::zeros(be, s))
+        .map(|s| alloc::output(be, s))
         .collect::<Result<Vec<_>>>()?;
     let mut outs: Vec<&mut Tensor> = parts.iter_mut().collect();
     ops::split(be, x, axis, &mut outs)?;
@@ -210,7 +210,7 @@ fn split_parts(
                     .collect::<Result<Vec<_>>>()?;
                 let pieces: Vec<&Tensor> =
                     others.iter().map(|o| o.as_ref().unwrap_or(&dy)).collect();
-                let mut dx = alloc::zeros(be, &x_shape)?;
+                let mut dx = alloc::output(be, &x_shape)?;
                 grad::split(be, &pieces, axis, &mut dx)?;
                 Ok(vec![Some(dx)])
             });

@@ -24,13 +24,13 @@ impl Var {
         let name = if log { "log_softmax" } else { "softmax" };
         let saves = Saves::own(Reads::Nothing);
         Var::record(name, self.backend(), &[self], saves, move |be, xs| {
-            let mut y = alloc::zeros(be, xs[0].shape())?;
+            let mut y = alloc::output(be, xs[0].shape())?;
             ops::softmax(be, &xs[0], axis, log, &mut y)?;
             let y = Arc::new(y);
             // The gradient needs only the output.
             let saved_y = Saved::new(y.clone());
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
-                let mut dx = alloc::zeros(be, dy.shape())?;
+                let mut dx = alloc::output(be, dy.shape())?;
                 grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
                 Ok(vec![Some(dx)])
             });

@@ -95,7 +95,7 @@ impl Var {
         };
         Var::record(op.name(), self.backend(), &[self], saves, move |be, xs| {
             let x = &xs[0];
-            let mut y = alloc::zeros(be, x.shape())?;
+            let mut y = alloc::output(be, x.shape())?;
             ops::unary(be, op, x, &mut y)?;
             let y = Arc::new(y);
             // Only what the gradient reads is saved; an identity gradient is `dy`
@@ -103,7 +103,7 @@ impl Var {
             let backward: BackwardFn = match op.gradient_form() {
                 UnaryGrad::Identity => Box::new(|_, dy, _, _| Ok(vec![Some(dy)])),
                 UnaryGrad::Linear => Box::new(move |be, dy, _, _| {
-                    let mut dx = alloc::zeros(be, dy.shape())?;
+                    let mut dx = alloc::output(be, dy.shape())?;
                     grad::unary(be, op, None, &dy, &mut dx)?;
                     Ok(vec![Some(dx)])
                 }),
@@ -111,7 +111,7 @@ impl Var {
                     let y = Saved::new(y.clone());
                     Box::new(move |be, dy, inputs, _| {
                         let x = inputs.get(0)?;
-                        let mut dx = alloc::zeros(be, x.shape())?;
+                        let mut dx = alloc::output(be, x.shape())?;
                         grad::unary(be, op, Some((&x, &y)), &dy, &mut dx)?;
                         Ok(vec![Some(dx)])
                     })

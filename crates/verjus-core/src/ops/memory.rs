@@ -8,6 +8,13 @@ pub fn zeros(be: &dyn Backend, shape: &Shape, dtype: DType) -> Result<Tensor> {
     be.alloc_zeroed(shape, dtype)
 }
 
+/// A fresh tensor for an op to overwrite entirely (its elements are
+/// unspecified until then; see [`Backend::alloc_output`]): cheaper than
+/// [`zeros`] for an op's output.
+pub fn output(be: &dyn Backend, shape: &Shape, dtype: DType) -> Result<Tensor> {
+    be.alloc_output(shape, dtype)
+}
+
 /// Copies a host tensor to the backend's device.
 pub fn upload(be: &dyn Backend, host: &Tensor) -> Result<Tensor> {
     if host.device() != crate::Device::Cpu {

@@ -61,7 +61,7 @@ pub use lstm::{
     check_lengths, lstm_cell, lstm_cell_backward, lstm_plan, lstm_reserve_len, lstm_sequence,
     lstm_sequence_backward, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
 };
-pub use memory::{cast, copy, download, fill, upload, zeros};
+pub use memory::{cast, copy, download, fill, output, upload, zeros};
 pub use optim::{adam_update, sgd_update, AdamHyper, SgdHyper};
 pub use permute::{permute, PermutePlan};
 pub use pool::{pool2d, pool2d_backward, Pool2dParams, Pool2dPlan, PoolKind};

@@ -17,6 +17,13 @@ pub(crate) fn alloc_zeroed(be: &CudaBackend, shape: &Shape, dtype: DType) -> Res
     Ok(t)
 }
 
+/// A block for an op to overwrite entirely: no memset.
+pub(crate) fn alloc_output(be: &CudaBackend, shape: &Shape, dtype: DType) -> Result<Tensor> {
+    let op = "alloc_output";
+    be.enter(op)?;
+    be.empty(op, shape, dtype)
+}
+
 /// Zeroes `bytes` bytes at `p` (an asynchronous memset; nothing for 0).
 pub(crate) fn zero_bytes(be: &CudaBackend, op: &str, p: u64, bytes: usize) -> Result<()> {
     if bytes == 0 {
