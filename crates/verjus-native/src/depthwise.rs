@@ -5,20 +5,13 @@
 //! the taps-major copy of the filter (`[K, C]`, made per call; it is small):
 //! an output row is the bias plus `K` scaled input rows, and an input
 //! gradient row is `K` scaled output gradient rows. Rows split over threads
-//! (`for_rows`). The filter and bias gradients are sums over all rows: each
-//! block of rows sums its own partial, and the partials are added in block
-//! order, so the result does not depend on the thread count.
+//! (`for_rows`). The filter and bias gradients are sums over all rows, in
+//! blocks that do not depend on the thread count (`sum_row_blocks`).
 
-use crate::parallel::{for_rows, SEQUENTIAL_WORK};
+use crate::parallel::{for_rows, sum_row_blocks};
 use crate::simd::simd;
-use rayon::prelude::*;
 use verjus_core::ops::{DepthwiseArgs, DepthwiseGrads, DepthwisePlan};
 use verjus_core::{Result, Tensor};
-
-/// Rows per block of the filter gradient's sum, at least (more for tall
-/// inputs, so that there are at most [`MAX_BLOCKS`] partials).
-const BLOCK_ROWS: usize = 64;
-const MAX_BLOCKS: usize = 128;
 
 /// `[K, C]` from `[C, K]`.
 fn taps_major(filter: &[f32], c: usize, k: usize) -> Vec<f32> {
@@ -134,16 +127,12 @@ fn input_grad(plan: &DepthwisePlan, w: &[f32], dy: &[f32], dx: &mut [f32]) {
 fn filter_grads(plan: &DepthwisePlan, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let (c, k) = (plan.channels, plan.taps);
     let rows = plan.batch * plan.out_frames;
-    let block = BLOCK_ROWS.max(rows.div_ceil(MAX_BLOCKS));
-    let blocks = rows.div_ceil(block);
-    let width = (k + 1) * c;
-    let mut partial = vec![0.0f32; blocks * width];
-    let sum_block = |b: usize, out: &mut [f32]| {
+    let mut sums = sum_row_blocks(rows, (k + 1) * c, |block, out| {
         simd(
             #[inline(always)]
             || {
                 let (dw, db) = out.split_at_mut(k * c);
-                for r in b * block..((b + 1) * block).min(rows) {
+                for r in block {
                     let (n, t) = (r / plan.out_frames, r % plan.out_frames);
                     let g = &dy[r * c..][..c];
                     db.iter_mut().zip(g).for_each(|(s, &v)| *s += v);
@@ -156,24 +145,7 @@ fn filter_grads(plan: &DepthwisePlan, x: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f
                 }
             },
         )
-    };
-    if width > 0 {
-        if blocks > 1 && rows * width >= SEQUENTIAL_WORK {
-            partial
-                .par_chunks_mut(width)
-                .enumerate()
-                .for_each(|(b, out)| sum_block(b, out));
-        } else {
-            partial
-                .chunks_mut(width)
-                .enumerate()
-                .for_each(|(b, out)| sum_block(b, out));
-        }
-    }
-    let mut sums = vec![0.0f32; width];
-    for p in partial.chunks_exact(width.max(1)).take(blocks) {
-        sums.iter_mut().zip(p).for_each(|(s, &v)| *s += v);
-    }
+    });
     let db = sums.split_off(k * c);
     (sums, db)
 }

@@ -2,27 +2,19 @@
 //! `verjus_core::ops::layer_norm`).
 //!
 //! Rows are independent, so the forward and the input gradient split over
-//! rows (`for_rows`). The scale and bias gradients are sums down the columns:
-//! each block of [`BLOCK_ROWS`]-or-more rows sums its own partial row, and the
-//! partials are added in block order, so the result does not depend on how
-//! many threads ran the blocks. The mean is summed around the row's first
+//! rows (`for_rows`). The scale and bias gradients are sums down the columns,
+//! in blocks of rows that do not depend on the thread count (`sum_row_blocks`). The mean is summed around the row's first
 //! element and the variance is that of `x - mean` (two passes over a row in
 //! cache), so rows far from 0 keep their digits.
 
-use crate::parallel::{for_rows, for_rows2};
+use crate::parallel::{for_rows, for_rows2, sum_row_blocks};
 use crate::reduce::sum_run;
 use crate::simd::simd;
-use rayon::prelude::*;
 use verjus_core::ops::{LayerNormArgs, LayerNormGrads, LayerNormPlan};
 use verjus_core::{Result, Tensor};
 
 /// Relative cost of one element, for the parallel threshold.
 const COST: usize = 4;
-
-/// Rows per block of the column sums, at least (more for tall inputs, so
-/// that there are at most [`MAX_BLOCKS`] partial rows).
-const BLOCK_ROWS: usize = 64;
-const MAX_BLOCKS: usize = 256;
 
 /// A host slice of an optional operand.
 fn slice_of(t: Option<&Tensor>) -> Result<Option<&[f32]>> {
@@ -199,15 +191,12 @@ impl Rows<'_> {
     /// blocks of rows that do not depend on the thread count.
     fn column_sums(&self, rows: usize) -> Vec<f32> {
         let d = self.d;
-        let block = BLOCK_ROWS.max(rows.div_ceil(MAX_BLOCKS));
-        let blocks = rows.div_ceil(block);
-        let mut partial = vec![0.0f32; blocks * 2 * d];
-        let sum_block = |b: usize, out: &mut [f32]| {
+        sum_row_blocks(rows, 2 * d, |block, out| {
             simd(
                 #[inline(always)]
                 || {
                     let (ds, db) = out.split_at_mut(d);
-                    for r in b * block..((b + 1) * block).min(rows) {
+                    for r in block {
                         let (xr, dyr) = (&self.x[r * d..(r + 1) * d], &self.dy[r * d..(r + 1) * d]);
                         let (mean, rstd) = (self.mean[r], self.rstd[r]);
                         for (((s, bias), &g), &v) in
@@ -219,24 +208,6 @@ impl Rows<'_> {
                     }
                 },
             )
-        };
-        if d > 0 {
-            if blocks > 1 && rows * d * COST >= crate::parallel::SEQUENTIAL_WORK {
-                partial
-                    .par_chunks_mut(2 * d)
-                    .enumerate()
-                    .for_each(|(b, out)| sum_block(b, out));
-            } else {
-                partial
-                    .chunks_mut(2 * d)
-                    .enumerate()
-                    .for_each(|(b, out)| sum_block(b, out));
-            }
-        }
-        let mut sums = vec![0.0f32; 2 * d];
-        for p in partial.chunks_exact(2 * d.max(1)).take(blocks) {
-            sums.iter_mut().zip(p).for_each(|(s, &v)| *s += v);
-        }
-        sums
+        })
     }
 }

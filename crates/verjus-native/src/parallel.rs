@@ -73,6 +73,40 @@ pub(crate) fn for_rows2<T: Send, U: Send>(
     }
 }
 
+/// Rows per block of [`sum_row_blocks`], at least (more for tall inputs,
+/// so that there are at most [`MAX_BLOCKS`] partial sums).
+const BLOCK_ROWS: usize = 64;
+const MAX_BLOCKS: usize = 128;
+
+/// `width` sums over `rows` rows: `f(rows, partial)` adds a block of rows
+/// into a zeroed `partial`, blocks run in parallel when the work is worth it,
+/// and the partials are added in block order. The blocks depend on `rows`
+/// alone, so the result does not depend on the thread count (the column sums
+/// of a gradient: a bias's, a filter's, a layer norm's scale).
+pub(crate) fn sum_row_blocks(
+    rows: usize,
+    width: usize,
+    f: impl Fn(std::ops::Range<usize>, &mut [f32]) + Sync + Send,
+) -> Vec<f32> {
+    let mut sums = vec![0.0f32; width];
+    if width == 0 || rows == 0 {
+        return sums;
+    }
+    let block = BLOCK_ROWS.max(rows.div_ceil(MAX_BLOCKS));
+    let blocks = rows.div_ceil(block);
+    let mut partial = vec![0.0f32; blocks * width];
+    let run = |(b, out): (usize, &mut [f32])| f(b * block..((b + 1) * block).min(rows), out);
+    if blocks > 1 && rows.saturating_mul(width) >= SEQUENTIAL_WORK {
+        partial.par_chunks_mut(width).enumerate().for_each(run);
+    } else {
+        partial.chunks_mut(width).enumerate().for_each(run);
+    }
+    for p in partial.chunks_exact(width) {
+        sums.iter_mut().zip(p).for_each(|(s, &v)| *s += v);
+    }
+    sums
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +126,23 @@ mod tests {
             }
         });
         assert!(out.chunks(3).enumerate().all(|(r, row)| row == [r, r, r]));
+    }
+
+    #[test]
+    fn row_blocks_sum_every_row_once() {
+        // Column j of row r holds r % 7 + j: the sums stay exact in f32.
+        for (rows, width) in [(0, 3), (5, 0), (7, 3), (20_000, 4)] {
+            let sums = sum_row_blocks(rows, width, |block, out| {
+                for r in block {
+                    out.iter_mut()
+                        .enumerate()
+                        .for_each(|(j, s)| *s += (r % 7 + j) as f32);
+                }
+            });
+            let want: Vec<f32> = (0..width)
+                .map(|j| (0..rows).map(|r| (r % 7 + j) as f64).sum::<f64>() as f32)
+                .collect();
+            assert_eq!(sums, want, "{rows} rows of {width}");
+        }
     }
 }
