@@ -27,9 +27,9 @@ references / the summed reference lengths) and the training time.
 checks that it computes the same logits from the same weights).
 
 Measured on a 2-core machine (``--epochs 2``, the defaults otherwise; two
-runs, each followed by the PyTorch twin's on 2 threads): test LER 23.10 /
-16.60 % and 22.62 / 16.49 %, 11.4-11.7 s per epoch; the twin 22.99 / 16.46 %,
-14.5-16.5 s per epoch (BENCHMARKS.md, stop 31).
+runs, each followed by the PyTorch twin's on 2 threads): test LER 23.02 /
+16.60 % and 22.67 / 16.78 %, 10.7-11.1 s per epoch; the twin 22.99 / 16.46 %,
+13.8-14.4 s per epoch (BENCHMARKS.md, stop 31).
 """
 
 from __future__ import annotations
