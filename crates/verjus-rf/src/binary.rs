@@ -250,7 +250,7 @@ pub(crate) fn from_float(var: Var, dtype: RfDType) -> Result<Var> {
 pub(crate) fn cast_var(var: &Var, to: verjus_core::DType) -> Result<Var> {
     let be = var.backend();
     let value = var.value();
-    let mut out = verjus_core::ops::zeros(&**be, value.shape(), to)?;
+    let mut out = verjus_core::ops::output(&**be, value.shape(), to)?;
     verjus_core::ops::cast(&**be, &value, &mut out)?;
     Var::constant(out, be.clone())
 }

@@ -120,7 +120,7 @@ fn plain(x: &RfTensor, op: ReduceOp, axis: &[Dim]) -> Result<RfTensor> {
 /// A float32 constant of `shape` filled with `value`, on `like`'s backend.
 fn full(like: &Var, shape: &Shape, value: f32) -> Result<Var> {
     let be = like.backend();
-    let mut t = ops::zeros(&**be, shape, DType::F32)?;
+    let mut t = ops::output(&**be, shape, DType::F32)?;
     ops::fill(&**be, &mut t, value as f64)?;
     Var::constant(t, be.clone())
 }

@@ -25,7 +25,7 @@ pub fn full(dims: &[Dim], value: f64, dtype: RfDType, backend: &BackendRef) -> R
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut t = ops::zeros(&**backend, &Shape::new(sizes)?, dtype.storage())?;
+    let mut t = ops::output(&**backend, &Shape::new(sizes)?, dtype.storage())?;
     ops::fill(&**backend, &mut t, value)?;
     RfTensor::new(Var::constant(t, backend.clone())?, dims.to_vec(), dtype)
 }
@@ -33,7 +33,7 @@ pub fn full(dims: &[Dim], value: f64, dtype: RfDType, backend: &BackendRef) -> R
 /// A constant with `like`'s dims, sizes and dtype, filled with `value`.
 pub fn full_like(like: &RfTensor, value: f64) -> Result<RfTensor> {
     let be = like.backend();
-    let mut t = ops::zeros(&**be, &Shape::new(like.sizes())?, like.dtype().storage())?;
+    let mut t = ops::output(&**be, &Shape::new(like.sizes())?, like.dtype().storage())?;
     ops::fill(&**be, &mut t, value)?;
     RfTensor::new(
         Var::constant(t, be.clone())?,

@@ -192,7 +192,7 @@ fn filled(like: &Var, i: usize, n: usize, value: f32) -> Result<Var> {
     let mut sizes = like.shape().dims().to_vec();
     sizes[i] = n;
     let be = like.backend();
-    let mut t = ops::zeros(&**be, &Shape::new(sizes)?, DType::F32)?;
+    let mut t = ops::output(&**be, &Shape::new(sizes)?, DType::F32)?;
     ops::fill(&**be, &mut t, value as f64)?;
     Var::constant(t, be.clone())
 }

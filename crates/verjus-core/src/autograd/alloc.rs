@@ -16,9 +16,10 @@ pub(crate) fn output(be: &dyn Backend, shape: &Shape) -> Result<Tensor> {
     ops::output(be, shape, DType::F32)
 }
 
-/// Zero-filled f32 tensors of the given shapes (a gradient rule's scratch).
-pub(crate) fn all_zeros(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tensor>> {
-    shapes.iter().map(|s| zeros(be, s)).collect()
+/// f32 tensors of the given shapes for a gradient rule's scratch, which it
+/// overwrites (no zero fill).
+pub(crate) fn all_outputs(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tensor>> {
+    shapes.iter().map(|s| output(be, s)).collect()
 }
 
 /// `a + b` in a fresh tensor (same shapes: gradient accumulation).

@@ -77,7 +77,7 @@ fn operand_grad(
     spec: GemmSpec,
 ) -> Result<Tensor> {
     let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this)?;
-    let mut scratch = alloc::all_zeros(be, &shapes)?;
+    let mut scratch = alloc::all_outputs(be, &shapes)?;
     let mut out = alloc::output(be, this)?;
     grad::matmul(be, operand, other, g, spec, &mut out, &mut scratch)?;
     Ok(out)
