@@ -10,7 +10,8 @@
 //!
 //! Backends write into tensors the caller owns (`&mut Tensor` outputs), so a
 //! static graph can allocate its activation buffers once and reuse them step after
-//! step; the eager frontend allocates fresh outputs with [`crate::ops::zeros`].
+//! step; the eager frontend allocates fresh outputs with [`crate::ops::output`]
+//! (no zero fill: [`Tensor::output_host`] on the host).
 
 use crate::host_memory;
 use crate::host_pool;

@@ -2,10 +2,11 @@
 //! `verjus_core::ops::layer_norm`).
 //!
 //! Rows are independent, so the forward and the input gradient split over
-//! rows (`for_rows`). The scale and bias gradients are sums down the columns,
-//! in blocks of rows that do not depend on the thread count (`sum_row_blocks`). The mean is summed around the row's first
-//! element and the variance is that of `x - mean` (two passes over a row in
-//! cache), so rows far from 0 keep their digits.
+//! rows (`for_rows`). The scale and bias gradients are sums down the
+//! columns, in blocks of rows that do not depend on the thread count
+//! (`sum_row_blocks`). The mean is summed around the row's first element
+//! and the variance is that of `x - mean` (two passes over a row in cache),
+//! so rows far from 0 keep their digits.
 
 use crate::parallel::{for_rows, for_rows2, sum_row_blocks};
 use crate::reduce::sum_run;

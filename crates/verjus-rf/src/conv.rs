@@ -48,12 +48,7 @@ pub fn conv(source: &RfTensor, args: &ConvArgs) -> Result<(RfTensor, Vec<Dim>)> 
     if is_depthwise_1d(args) {
         return depthwise_1d(&x, args);
     }
-    let batch: Vec<Dim> = x
-        .dims()
-        .iter()
-        .filter(|d| **d != args.in_dim && !spatial.contains(d))
-        .cloned()
-        .collect();
+    let batch = batch_dims(&x, args);
     let mut order = batch.clone();
     order.push(args.in_dim.clone());
     order.extend(spatial.iter().cloned());
@@ -205,6 +200,16 @@ fn filter_in_dim(args: &ConvArgs) -> Result<Dim> {
     }
 }
 
+/// The source's dims that are neither its channels nor spatial: merged into
+/// the core op's batch axis.
+fn batch_dims(x: &RfTensor, args: &ConvArgs) -> Vec<Dim> {
+    x.dims()
+        .iter()
+        .filter(|d| **d != args.in_dim && !args.in_spatial_dims.contains(d))
+        .cloned()
+        .collect()
+}
+
 /// Whether `args` is a 1-D conv with one filter per channel and stride 1
 /// (the Conformer's convolution module), which [`depthwise_1d`] runs.
 fn is_depthwise_1d(args: &ConvArgs) -> bool {
@@ -220,12 +225,7 @@ fn is_depthwise_1d(args: &ConvArgs) -> bool {
 /// the channels already come last), every window read in place.
 fn depthwise_1d(x: &RfTensor, args: &ConvArgs) -> Result<(RfTensor, Vec<Dim>)> {
     let spatial = &args.in_spatial_dims;
-    let mut order: Vec<Dim> = x
-        .dims()
-        .iter()
-        .filter(|d| **d != args.in_dim && !spatial.contains(d))
-        .cloned()
-        .collect();
+    let mut order = batch_dims(x, args);
     let batch = order.len();
     order.push(spatial[0].clone());
     order.push(args.in_dim.clone());

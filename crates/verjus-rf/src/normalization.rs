@@ -29,16 +29,12 @@ pub fn layer_norm(
         .filter(|d| !axis.contains(d))
         .cloned()
         .collect();
-    let rows: usize = x
-        .dims()
-        .iter()
-        .zip(x.sizes())
-        .filter(|(d, _)| !axis.contains(d))
-        .map(|(_, n)| n)
-        .product();
+    let others = order.len();
     order.extend(axis.iter().cloned());
-    let features: usize = axis.iter().filter_map(Dim::size).product();
     let xt = x.copy_transpose(&order)?;
+    let sizes = xt.sizes();
+    let rows: usize = sizes[..others].iter().product();
+    let features: usize = sizes[others..].iter().product();
     let as_features = |t: &RfTensor| t.copy_transpose(axis)?.var().reshape([features]);
     let scale = scale.map(as_features).transpose()?;
     let bias = bias.map(as_features).transpose()?;
@@ -46,7 +42,7 @@ pub fn layer_norm(
         .var()
         .reshape([rows, features])?
         .layer_norm(scale.as_ref(), bias.as_ref(), eps)?
-        .reshape(xt.sizes())?;
+        .reshape(sizes)?;
     let y = xt.with_value(y, order);
     if y.dims() == x.dims() {
         Ok(y)
