@@ -85,6 +85,18 @@ SLOTS: dict[str, str | None] = {
     "Tensor.__eq__": "(self, other: object) -> Tensor  # type: ignore[override]",
     "Tensor.__ne__": "(self, other: object) -> Tensor  # type: ignore[override]",
     "Tensor.__bool__": "(self) -> bool  # one value only; ValueError for more",
+    "Tensor.__or__": "(self, other: Tensor | bool) -> Tensor",
+    "Tensor.__ror__": "(self, other: Tensor | bool) -> Tensor",
+    "Tensor.__and__": "(self, other: Tensor | bool) -> Tensor",
+    "Tensor.__rand__": "(self, other: Tensor | bool) -> Tensor",
+    "Tensor.__invert__": "(self) -> Tensor",
+    "Tensor.__mod__": "(self, other: Tensor | float) -> Tensor",
+    "Tensor.__rmod__": "(self, other: Tensor | float) -> Tensor",
+    "Tensor.__floordiv__": "(self, other: Tensor | float) -> Tensor",
+    "Tensor.__rfloordiv__": "(self, other: Tensor | float) -> Tensor",
+    "Tensor.__abs__": "(self) -> Tensor",
+    "Tensor.__getattribute__": None,
+    "Dim.__getattribute__": None,
 }
 
 # Class members never stubbed: object's own, and `__hash__` (None or by identity).

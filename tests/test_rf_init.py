@@ -118,8 +118,13 @@ def test_parameter_initial_assign_and_flags() -> None:
     assert (r.trainable, r.weight_decay, rf.Parameter([a]).weight_decay) == (False, 0.1, 0.0)
     with pytest.raises(ValueError, match="unique"):
         rf.Parameter([a, a])
-    with pytest.raises(ValueError, match="float32"):
-        rf.Parameter([a], "int32")
+    with pytest.raises(ValueError, match="cannot be trainable"):
+        rf.Parameter([a], "int32", trainable=True)
+    counts = rf.Parameter([a], "int32", initial=3)
+    assert (counts.dtype, counts.trainable, counts.requires_grad) == ("int32", False, False)
+    assert counts.numpy().tolist() == [3] * a.dimension
+    counts.assign(np.arange(a.dimension))
+    assert counts.numpy().tolist() == list(range(a.dimension))
     with pytest.raises(ValueError, match="dims must be given"):
         rf.Parameter()
 

@@ -564,11 +564,28 @@ class Dim:
     ``Dim(None)`` of unknown size (like the batch: set by the tensors that
     carry it, which must agree).
 
+    A dim that is not static takes its sizes when they are known, and anew
+    for every batch, as in RETURNN: ``Dim(Tensor("time", [batch_dim],
+    "int32"))`` (a template) or ``Dim(None)``, then ``dim.dyn_size_ext =
+    lengths`` or ``dim.dyn_size_ext.raw_tensor = array``; ops given such a
+    dim as ``out_dim`` fill it in. RETURNN's further Dim methods
+    (``get_dim_value``, ``is_batch_dim``, ...) are in
+    ``verjus.rf.tensor_api.DimApi``.
+
     :param int | Tensor | None dimension: the static size, the per-sequence
-      lengths, or None
-    :param str | None name: the name, for messages (default ``"unnamed"``)
+      lengths (or their template), or None
+    :param str | None name: the name, for messages (default: the lengths'
+      name, else ``"unnamed"``)
     """
     def __init__(self, dimension: int | Tensor | None, *, name: str | None = None) -> None: ...
+    @property
+    def axis_size(self) -> int | None:
+        """The axis size of tensors with this dim now: the static size, the
+        longest sequence, or for a dim of unknown size its size in the last
+        tensor made from data over it (the batch's); None before any.
+
+        :rtype: int | None
+        """
     @property
     def dimension(self) -> int | None:
         """The static size, or None for a dynamic or unknown dim.
@@ -577,7 +594,12 @@ class Dim:
         """
     @property
     def dyn_size_ext(self) -> Tensor | None:
-        """The per-sequence lengths of a dynamic dim (RETURNN's name).
+        """The per-sequence lengths of a dynamic dim (RETURNN's name), or their
+        template while the dim has none; None for a static dim. Assigning a
+        Tensor binds the dim to its values (a template declares their dims and
+        dtype), as does assigning values to the returned tensor's
+        ``raw_tensor``; a scalar gives every entry that size (the batch of one
+        step); None makes the dim unknown again.
 
         :rtype: Tensor | None
         """
@@ -664,12 +686,42 @@ class Tensor:
     number. A one-element tensor has a truth value; a larger one raises
     ValueError (reduce it first).
 
-    ``Tensor(source)`` is another handle to the same tensor, for subclasses
-    such as ``rf.Parameter``; ``convert_to_tensor`` makes tensors from values.
+    ``Tensor(name, dims, dtype, *, sparse_dim=None, feature_dim=None,
+    raw_tensor=None)`` is RETURNN's form: without ``raw_tensor`` it is a
+    *template*, dims and dtype without values (ops refuse it until values are
+    assigned to ``raw_tensor``; ``TensorDict`` and RETURNN's ``extern_data`` are
+    made of them). ``Tensor(source)`` is another handle to ``source``'s value,
+    for subclasses such as ``rf.Parameter``. ``convert_to_tensor`` makes
+    tensors from values. RETURNN's further Tensor methods
+    (``mark_as_output``, ``copy_template``, ``get_axis_from_description``, ...)
+    are in ``verjus.rf.tensor_api``.
 
-    :param Tensor source: the tensor to refer to
+    :param str | Tensor name: the name, or the tensor to refer to
+    :param Sequence[Dim] | None dims: the dims, in raw-axis order
+    :param str | None dtype: ``"float32"`` (default), ``"int32"``, ``"int64"``, ``"bool"``
+    :param Dim | None sparse_dim: the class dim that integer values index
+    :param Dim | None feature_dim: the feature dim, one of ``dims``
+    :param npt.ArrayLike | None raw_tensor: the values (None: a template)
+    :param Any _kwargs: RETURNN's further options, accepted and unused
     """
-    def __init__(self, source: Tensor) -> None: ...
+    def __init__(
+        self,
+        name: str | Tensor,
+        dims: Sequence[Dim] | None = None,
+        dtype: str | None = None,
+        *,
+        sparse_dim: Dim | None = None,
+        feature_dim: Dim | None = None,
+        raw_tensor: npt.ArrayLike | None = None,
+        **_kwargs: Any,
+    ) -> None: ...
+    @property
+    def device(self) -> str:
+        """Where the values are (``"cpu"``, ``"cuda:0"``); a template's device is
+        the default device, where its values will be made.
+
+        :rtype: str
+        """
     @property
     def dims(self) -> tuple[Dim, ...]:
         """The dims, in raw-axis order.
@@ -696,22 +748,34 @@ class Tensor:
         :rtype: Tensor | None
         """
     @property
-    def raw_tensor(self) -> npt.NDArray[Any]:
-        """The values as a numpy array (RETURNN's name; see ``numpy``).
+    def name(self) -> str:
+        """The name (RETURNN's; ``"tensor"`` for an op's result).
 
-        :rtype: npt.NDArray[Any]
+        :rtype: str
+        """
+    @property
+    def raw_tensor(self) -> npt.NDArray[Any] | None:
+        """The values as a numpy array (see ``numpy``), or None for a template.
+        Assigning an array (or a Tensor) gives the tensor those values, with
+        its dims and dtype; assigning None makes it a template again. When the
+        tensor is a dim's ``dyn_size_ext``, that binds the dim's sizes.
+
+        :rtype: npt.NDArray[Any] | None
         """
     @property
     def requires_grad(self) -> bool:
-        """Whether gradients flow to this tensor.
+        """Whether gradients flow to this tensor. Setting it True makes the tensor
+        a leaf (its values copied into a new leaf; RETURNN's
+        ``rf.set_requires_gradient``), so ``rf.gradient`` can differentiate by it.
 
         :rtype: bool
         """
     @property
-    def shape(self) -> list[int]:
-        """The raw sizes, in dims order.
+    def shape(self) -> list[int | None]:
+        """The raw sizes, in dims order (of a template: each dim's size, None
+        where it is not known yet).
 
-        :rtype: list[int]
+        :rtype: list[int | None]
         """
     @property
     def sparse_dim(self) -> Dim | None:
@@ -731,10 +795,20 @@ class Tensor:
     def __rsub__(self, other: Tensor | float) -> Tensor: ...
     def __mul__(self, other: Tensor | float) -> Tensor: ...
     def __rmul__(self, other: Tensor | float) -> Tensor: ...
+    def __mod__(self, other: Tensor | float) -> Tensor: ...
+    def __rmod__(self, other: Tensor | float) -> Tensor: ...
     def __pow__(self, other: Tensor | float) -> Tensor: ...
     def __rpow__(self, other: Tensor | float) -> Tensor: ...
     def __neg__(self) -> Tensor: ...
+    def __abs__(self) -> Tensor: ...
     def __bool__(self) -> bool: ...  # one value only; ValueError for more
+    def __invert__(self) -> Tensor: ...
+    def __and__(self, other: Tensor | bool) -> Tensor: ...
+    def __rand__(self, other: Tensor | bool) -> Tensor: ...
+    def __or__(self, other: Tensor | bool) -> Tensor: ...
+    def __ror__(self, other: Tensor | bool) -> Tensor: ...
+    def __floordiv__(self, other: Tensor | float) -> Tensor: ...
+    def __rfloordiv__(self, other: Tensor | float) -> Tensor: ...
     def __truediv__(self, other: Tensor | float) -> Tensor: ...
     def __rtruediv__(self, other: Tensor | float) -> Tensor: ...
     def backward(self) -> None:
@@ -749,11 +823,23 @@ class Tensor:
 
         :param npt.NDArray[np.float32] array: the new values, the same shape
         """
+    def is_template(self) -> bool:
+        """Whether this is a template (no values).
+
+        :rtype: bool
+        """
     def numpy(self) -> npt.NDArray[Any]:
         """The values as a numpy array, axes in dims order (a bool tensor as a
         bool array).
 
         :rtype: npt.NDArray[Any]
+        """
+    def copy_template(self, name: str | None = None, *, dtype: str | None = None) -> Tensor:
+        """A template with this tensor's name, dims, dtype, sparse and feature dim.
+
+        :param str | None name: another name
+        :param str | None dtype: another dtype
+        :rtype: Tensor
         """
     def copy_transpose(self, dims: Sequence[Dim]) -> Tensor:
         """The same values with the axes in the order of ``dims``.

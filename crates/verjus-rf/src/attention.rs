@@ -128,7 +128,7 @@ pub fn dot_attention(
     let k = flat(keys, std::slice::from_ref(axis), key_dim, tk, d)?;
     let v = flat(values, std::slice::from_ref(axis), &v_feat, tk, dv)?;
     let lengths = match axis.lengths() {
-        Some(l) => Some(lengths_over(op, axis, l, &batch, &batch_sizes)?.reshape([n])?),
+        Some(l) => Some(lengths_over(op, axis, &l, &batch, &batch_sizes)?.reshape([n])?),
         None => None,
     };
     let scale = scale.unwrap_or(1.0 / (d as f32).sqrt());

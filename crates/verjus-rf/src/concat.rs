@@ -149,7 +149,7 @@ fn fill_after_ends(
     let lengths = axis
         .lengths()
         .ok_or_else(|| Error::invalid("pad", format!("dim {axis} has no lengths")))?;
-    let ends = combine_scalar(lengths, BinaryOp::Add, before as f64, false)?;
+    let ends = combine_scalar(&lengths, BinaryOp::Add, before as f64, false)?;
     let range = range_over_dim(out, x.backend())?;
     let inside = combine(&range, BinaryOp::Lt, &ends, true)?;
     let out_dims = crate::align::union(x.dims(), inside.dims());

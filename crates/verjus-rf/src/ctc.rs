@@ -91,7 +91,7 @@ pub fn ctc_loss(
     let tg = tg.copy_transpose(&order)?.var().reshape([b, s])?;
     let lengths = |dim: &Dim, size: usize| -> Result<Var> {
         match dim.lengths() {
-            Some(l) => lengths_over(OP, dim, l, &batch, &batch_shape)?.reshape([b]),
+            Some(l) => lengths_over(OP, dim, &l, &batch, &batch_shape)?.reshape([b]),
             None => {
                 let be = logits.backend();
                 let mut full = ops::zeros(&**be, &Shape::new([b])?, verjus_core::DType::I32)?;

@@ -25,7 +25,7 @@ pub(crate) fn derived(
     let Some(lengths) = base.lengths() else {
         return Ok(None);
     };
-    let values: Vec<i64> = host_i64(lengths)?
+    let values: Vec<i64> = host_i64(&lengths)?
         .into_iter()
         .map(|l| f(l).max(0))
         .collect();

@@ -16,14 +16,22 @@
 //!   such a dim ([`full`](crate::full), so `rf.zeros([rf.batch_dim, ...])`)
 //!   takes the size of the last tensor made from data over it, as RETURNN's
 //!   `batch_dim` takes the current batch's.
+//!
+//! A dim that is not static can be given its sizes after it is made, and
+//! again for every batch ([`Dim::set_lengths`]): RETURNN configs declare
+//! `time_dim = Dim(None, name="time")` once and bind it to each batch's
+//! lengths, and ops given such a dim as `out_dim` fill it in. The dim stays
+//! the same object (so tensors, modules and templates that name it keep
+//! naming it); its mask and the dims derived from it by formula are made
+//! anew for the new sizes.
 
 use crate::dim_math::DimMath;
 use crate::mask;
-use crate::RfTensor;
+use crate::{RfDType, RfTensor};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use verjus_core::{Error, Result};
 
 /// The name of an axis. See the module docs.
@@ -33,15 +41,18 @@ pub struct Dim(Arc<DimInner>);
 struct DimInner {
     id: u64,
     name: String,
-    size: Size,
-    /// The sequence mask of a dynamic dim, made on first use.
-    mask: OnceLock<RfTensor>,
+    /// Static dims never change; the others can be (re)bound
+    /// ([`Dim::set_lengths`]).
+    size: RwLock<Size>,
     /// Dims derived from this one by dim arithmetic (`dim + 1`, ...), so
     /// that the same formula gives the same dim (`dim_math.rs`). Weak: a
     /// derived dim nobody holds cannot be compared with, and goes.
     derived: Mutex<Vec<(DimMath, Weak<DimInner>)>>,
     /// The dim and formula this one was derived from by dim arithmetic.
     origin: OnceLock<(Dim, DimMath)>,
+    /// The dims and dtype its lengths have or will have (RETURNN's
+    /// `dyn_size_ext` template: `Dim(Tensor("time", [batch], "int32"))`).
+    lengths_template: Mutex<Option<(Vec<Dim>, RfDType)>>,
     /// An unknown dim's size in the last tensor made from data over it
     /// ([`NOT_SEEN`] before any).
     seen: AtomicUsize,
@@ -52,8 +63,23 @@ const NOT_SEEN: usize = usize::MAX;
 
 enum Size {
     Static(usize),
-    Dynamic { lengths: RfTensor, max: usize },
+    Dynamic {
+        lengths: RfTensor,
+        max: usize,
+        /// The sequence mask, made on first use.
+        mask: OnceLock<RfTensor>,
+    },
     Unknown,
+}
+
+impl Size {
+    fn dynamic(lengths: RfTensor, max: usize) -> Size {
+        Size::Dynamic {
+            lengths,
+            max,
+            mask: OnceLock::new(),
+        }
+    }
 }
 
 fn next_id() -> u64 {
@@ -66,10 +92,10 @@ impl Dim {
         Dim(Arc::new(DimInner {
             id: next_id(),
             name: name.to_owned(),
-            size,
-            mask: OnceLock::new(),
+            size: RwLock::new(size),
             derived: Mutex::new(Vec::new()),
             origin: OnceLock::new(),
+            lengths_template: Mutex::new(None),
             seen: AtomicUsize::new(NOT_SEEN),
         }))
     }
@@ -88,28 +114,79 @@ impl Dim {
     /// over `[batch]`, values `>= 0`). Reads the lengths once to learn the
     /// longest, which is the axis size of every tensor with this dim.
     pub fn new_dynamic(lengths: RfTensor, name: &str) -> Result<Dim> {
-        if !lengths.dtype().is_int() {
+        let max = longest(&lengths, name)?;
+        let template = (lengths.dims().to_vec(), lengths.dtype());
+        let dim = Dim::make(name, Size::dynamic(lengths, max));
+        dim.set_lengths_template(template.0, template.1);
+        Ok(dim)
+    }
+
+    /// The dims and dtype that this dim's lengths have, or will have once bound.
+    pub fn lengths_template(&self) -> Option<(Vec<Dim>, RfDType)> {
+        self.0
+            .lengths_template
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Declares the dims and dtype of the lengths this dim will be bound to.
+    pub fn set_lengths_template(&self, dims: Vec<Dim>, dtype: RfDType) {
+        *self
+            .0
+            .lengths_template
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((dims, dtype));
+    }
+
+    /// Binds the sizes of a dim that is not static, replacing earlier ones:
+    /// per-sequence `lengths` (as [`new_dynamic`](Dim::new_dynamic)), a
+    /// scalar (every entry has that size, so nothing is masked: RETURNN's
+    /// `batch_dim.dyn_size_ext` of one batch) or `None` (unknown again).
+    /// The mask and the dims derived by formula are made anew afterwards.
+    pub fn set_lengths(&self, lengths: Option<RfTensor>) -> Result<()> {
+        let name = self.name();
+        if let Some(n) = self.static_size() {
             return Err(Error::invalid(
                 "Dim",
-                format!(
-                    "lengths of dim {name:?} must be an int32 or int64 tensor, got {}",
-                    lengths.dtype()
-                ),
+                format!("dim {name:?} is static ({n}); its size cannot be set"),
             ));
         }
-        let host = lengths.var().to_host()?;
-        let values: Vec<i64> = match host.dtype() {
-            verjus_core::DType::I32 => host.as_slice::<i32>()?.iter().map(|&v| v as i64).collect(),
-            _ => host.to_vec::<i64>()?,
+        let new = match lengths {
+            None => Size::Unknown,
+            Some(l) if l.dims().contains(self) => {
+                return Err(Error::invalid(
+                    "Dim",
+                    format!(
+                        "the lengths of dim {name:?} cannot be over the dim itself, got {}",
+                        fmt_dims(l.dims())
+                    ),
+                ))
+            }
+            Some(l) if l.dims().is_empty() => {
+                let n = longest(&l, name)?;
+                self.0.seen.store(n, Ordering::Relaxed);
+                Size::Unknown
+            }
+            Some(l) => {
+                let max = longest(&l, name)?;
+                self.set_lengths_template(l.dims().to_vec(), l.dtype());
+                Size::dynamic(l, max)
+            }
         };
-        if let Some(bad) = values.iter().find(|&&v| v < 0) {
-            return Err(Error::invalid(
-                "Dim",
-                format!("lengths of dim {name:?} must be >= 0, got {bad}"),
-            ));
+        {
+            let mut size = self.0.size.write().unwrap_or_else(PoisonError::into_inner);
+            if matches!(new, Size::Unknown) && !matches!(*size, Size::Unknown) {
+                self.0.seen.store(NOT_SEEN, Ordering::Relaxed);
+            }
+            *size = new;
         }
-        let max = values.iter().copied().max().unwrap_or(0) as usize;
-        Ok(Dim::make(name, Size::Dynamic { lengths, max }))
+        self.0
+            .derived
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        Ok(())
     }
 
     /// The unique id (what equality and hashing use).
@@ -125,11 +202,15 @@ impl Dim {
     /// The axis size every tensor with this dim has: the static size, or
     /// the longest sequence of a dynamic dim; `None` when unknown.
     pub fn size(&self) -> Option<usize> {
-        match &self.0.size {
+        match &*self.read() {
             Size::Static(n) => Some(*n),
             Size::Dynamic { max, .. } => Some(*max),
             Size::Unknown => None,
         }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Size> {
+        self.0.size.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// [`size`](Dim::size), or for an unknown dim its size in the last
@@ -144,43 +225,51 @@ impl Dim {
     /// Records that a tensor made from data has `n` entries along this dim
     /// (kept for an unknown dim; see [`size_or_seen`](Dim::size_or_seen)).
     pub(crate) fn note_data_size(&self, n: usize) {
-        if matches!(self.0.size, Size::Unknown) {
+        if matches!(*self.read(), Size::Unknown) {
             self.0.seen.store(n, Ordering::Relaxed);
         }
     }
 
     /// The static size, if the dim is static.
     pub fn static_size(&self) -> Option<usize> {
-        match &self.0.size {
+        match &*self.read() {
             Size::Static(n) => Some(*n),
             _ => None,
         }
     }
 
     /// The per-sequence lengths of a dynamic dim.
-    pub fn lengths(&self) -> Option<&RfTensor> {
-        match &self.0.size {
-            Size::Dynamic { lengths, .. } => Some(lengths),
+    pub fn lengths(&self) -> Option<RfTensor> {
+        match &*self.read() {
+            Size::Dynamic { lengths, .. } => Some(lengths.clone()),
             _ => None,
         }
     }
 
     /// Whether the dim has per-sequence lengths (and is masked).
     pub fn is_dynamic(&self) -> bool {
-        matches!(self.0.size, Size::Dynamic { .. })
+        matches!(*self.read(), Size::Dynamic { .. })
     }
 
     /// The bool mask `lengths > range(self)` over `lengths.dims + [self]`
     /// (`None` for a dim that is not dynamic), made once per dim.
     pub fn mask(&self) -> Result<Option<RfTensor>> {
-        let Size::Dynamic { lengths, max } = &self.0.size else {
-            return Ok(None);
+        let (lengths, max) = match &*self.read() {
+            Size::Dynamic { mask, .. } if mask.get().is_some() => return Ok(mask.get().cloned()),
+            Size::Dynamic { lengths, max, .. } => (lengths.clone(), *max),
+            _ => return Ok(None),
         };
-        if let Some(m) = self.0.mask.get() {
-            return Ok(Some(m.clone()));
+        // Made without the lock held: making it reads this dim's size.
+        let m = mask::lengths_mask(self, &lengths, max)?;
+        if let Size::Dynamic {
+            lengths: l, mask, ..
+        } = &*self.read()
+        {
+            if l.var().ptr_eq(lengths.var()) {
+                return Ok(Some(mask.get_or_init(|| m).clone()));
+            }
         }
-        let m = mask::lengths_mask(self, lengths, *max)?;
-        Ok(Some(self.0.mask.get_or_init(|| m).clone()))
+        Ok(Some(m))
     }
 }
 
@@ -245,12 +334,33 @@ impl fmt::Display for Dim {
 
 impl fmt::Debug for Dim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0.size {
+        match &*self.read() {
             Size::Static(n) => write!(f, "Dim({:?}, {n})", self.0.name),
             Size::Dynamic { max, .. } => write!(f, "Dim({:?}, dynamic <= {max})", self.0.name),
             Size::Unknown => write!(f, "Dim({:?}, ?)", self.0.name),
         }
     }
+}
+
+/// The longest of `lengths` (an int tensor of values `>= 0`), the lengths of dim `name`.
+fn longest(lengths: &RfTensor, name: &str) -> Result<usize> {
+    if !lengths.dtype().is_int() {
+        return Err(Error::invalid(
+            "Dim",
+            format!(
+                "lengths of dim {name:?} must be an int32 or int64 tensor, got {}",
+                lengths.dtype()
+            ),
+        ));
+    }
+    let values = crate::derive::host_i64(lengths)?;
+    if let Some(bad) = values.iter().find(|&&v| v < 0) {
+        return Err(Error::invalid(
+            "Dim",
+            format!("lengths of dim {name:?} must be >= 0, got {bad}"),
+        ));
+    }
+    Ok(values.iter().copied().max().unwrap_or(0) as usize)
 }
 
 /// The global batch dim (size set by the tensors that carry it).

@@ -99,9 +99,9 @@ impl Dim {
                     ),
                 ));
             }
-            let sums: Vec<i64> = host_i64(a)?
+            let sums: Vec<i64> = host_i64(&a)?
                 .iter()
-                .zip(host_i64(b)?)
+                .zip(host_i64(&b)?)
                 .map(|(x, y)| x + y)
                 .collect();
             let value = match a.dtype() {
@@ -167,7 +167,7 @@ impl Dim {
         }
         let sizes = match (self.static_size(), self.lengths()) {
             (Some(s), _) => vec![s as i64],
-            (None, Some(l)) => host_i64(l)?,
+            (None, Some(l)) => host_i64(&l)?,
             (None, None) => Vec::new(),
         };
         if let Some(bad) = sizes.iter().find(|&&s| s % n != 0) {

@@ -61,7 +61,7 @@ pub fn gather(
 fn clipped(indices: &RfTensor, axis: &Dim, n: usize) -> Result<RfTensor> {
     let upper = match axis.lengths() {
         Some(lengths) => {
-            let last = combine_scalar(lengths, BinaryOp::Sub, 1.0, false)?;
+            let last = combine_scalar(&lengths, BinaryOp::Sub, 1.0, false)?;
             combine(indices, BinaryOp::Min, &last, true)?
         }
         None => combine_scalar(indices, BinaryOp::Min, n as f64 - 1.0, false)?,

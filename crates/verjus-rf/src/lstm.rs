@@ -126,7 +126,7 @@ pub fn lstm(
     let x = source.copy_transpose(&order)?.var().reshape([t, b, f])?;
     let lengths = match spatial_dim.lengths() {
         Some(l) => Some(
-            lengths_over(op, spatial_dim, l, &batch, &state_shape[..batch.len()])?.reshape([b])?,
+            lengths_over(op, spatial_dim, &l, &batch, &state_shape[..batch.len()])?.reshape([b])?,
         ),
         None => None,
     };

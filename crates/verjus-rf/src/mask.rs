@@ -16,7 +16,7 @@ use verjus_core::{BackendRef, Error, Result, Tensor};
 /// size must be known (static, or the longest sequence of a dynamic dim).
 pub fn range_over_dim(dim: &Dim, backend: &BackendRef) -> Result<RfTensor> {
     let size = dim
-        .size()
+        .size_or_seen()
         .ok_or_else(|| Error::invalid("range_over_dim", format!("dim {dim} has no known size")))?;
     let values: Vec<i32> = (0..size as i32).collect();
     let t = Tensor::from_vec([size], values)?;

@@ -8,7 +8,7 @@
 
 use crate::binary::{combine, select_into};
 use crate::mask::{check_axes, masked};
-use crate::{Dim, RfDType, RfTensor};
+use crate::{cast, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::{self, BinaryOp, ReduceOp};
 use verjus_core::{DType, Error, Result, Shape};
@@ -57,6 +57,12 @@ pub fn reduce(
     let op = mode.name();
     check_axes(op, source, axis)?;
     if source.dtype() != RfDType::Float32 {
+        // Sums, maxima and minima of integers and bools: computed in float32
+        // (exact below 2**24) and given back in the source's dtype.
+        if matches!(mode, ReduceMode::Sum | ReduceMode::Max | ReduceMode::Min) {
+            let y = reduce(&cast(source, RfDType::Float32)?, mode, axis, use_mask)?;
+            return cast(&y, source.dtype());
+        }
         return Err(Error::invalid(
             op,
             format!("needs a float32 tensor, got {}", source.dtype()),
@@ -135,7 +141,7 @@ fn divide_by_count(x: &RfTensor, sum: &RfTensor, axis: &[Dim]) -> Result<RfTenso
     for l in axis.iter().filter_map(Dim::lengths) {
         count = Some(match count {
             None => l.clone(),
-            Some(c) => combine(&c, BinaryOp::Mul, l, true)?,
+            Some(c) => combine(&c, BinaryOp::Mul, &l, true)?,
         })
     }
     let Some(count) = count else {

@@ -216,7 +216,7 @@ fn check_split(axis: &Dim, dims: &[Dim]) -> Result<()> {
         )),
         (Some(whole), Some(part)) => {
             let k: usize = dims[1..].iter().filter_map(Dim::static_size).product();
-            let (w, p) = (host_i64(whole)?, host_i64(part)?);
+            let (w, p) = (host_i64(&whole)?, host_i64(&part)?);
             let fits = whole.dims() == part.dims()
                 && w.iter().zip(&p).all(|(&w, &p)| w == p * k as i64);
             if fits {

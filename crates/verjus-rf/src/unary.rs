@@ -10,6 +10,15 @@ use verjus_core::{Error, Result};
 /// `op(x)` elementwise (relu, gelu, sigmoid, tanh, exp, log, sqrt, rsqrt,
 /// abs, square, neg, ...) on a float32 tensor.
 pub fn activation(x: &RfTensor, op: UnaryOp) -> Result<RfTensor> {
+    if x.dtype().is_int()
+        && matches!(
+            op,
+            UnaryOp::Abs | UnaryOp::Neg | UnaryOp::Square | UnaryOp::Relu
+        )
+    {
+        // Integer-valued on integers: computed in float32 (exact below 2**24).
+        return cast(&activation(&cast(x, RfDType::Float32)?, op)?, x.dtype());
+    }
     if x.dtype() != RfDType::Float32 {
         return Err(Error::invalid(
             op.name(),

@@ -103,6 +103,7 @@ import numpy as np
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf import backend as _backend_selection
 from verjus.rf import decoder, init
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
@@ -285,22 +286,59 @@ def _rf_dtype(array: np.ndarray) -> str:
 def convert_to_tensor(
     value: Any,
     *,
-    dims: Sequence[Dim] = (),
+    dims: Sequence[Dim] | None = None,
     dtype: str | None = None,
     sparse_dim: Dim | None = None,
     feature_dim: Dim | None = None,
     requires_grad: bool = False,
+    shape: Sequence[Dim] | None = None,
+    device: str | None = None,
+    keep_scalar_on_cpu: bool = False,
+    name: str | None = None,
 ) -> Tensor:
     """A ``Tensor`` holding ``value`` (a numpy array, a number or nested lists).
 
-    ``dims`` names the axes in order and must fit the shape (static dims their
-    size, dynamic dims their longest sequence). ``dtype`` is ``"float32"``,
-    ``"int32"``, ``"int64"`` or ``"bool"``; by default floats become float32.
-    ``requires_grad`` (a verjus extension) makes the tensor a leaf that
-    ``gradient`` can differentiate by. A Tensor is returned as it is.
+    ``dims`` (or RETURNN's older ``shape``) names the axes in order and must
+    fit the shape (static dims their size, dynamic dims their longest
+    sequence). ``dtype`` is ``"float32"``, ``"int32"``, ``"int64"`` or
+    ``"bool"``; by default floats become float32. ``requires_grad`` (a verjus
+    extension) makes the tensor a leaf that ``gradient`` can differentiate by.
+    ``device`` creates it there instead of on the default device
+    (``keep_scalar_on_cpu``: a scalar stays on the CPU). A Tensor is returned
+    as it is.
     """
     if isinstance(value, Tensor):
         return value
+    if dims is not None and shape is not None:
+        raise ValueError("convert_to_tensor: give dims or shape, not both")
+    dims = dims if dims is not None else (shape if shape is not None else ())
+    if keep_scalar_on_cpu and not dims:
+        device = "cpu"
+    if device is not None and device != _verjus.rf_get_default_device():
+        with _backend_selection.set_default_device_ctx(device):
+            return convert_to_tensor(
+                value,
+                dims=dims,
+                dtype=dtype,
+                sparse_dim=sparse_dim,
+                feature_dim=feature_dim,
+                requires_grad=requires_grad,
+                name=name,
+            )
+    tensor = _convert(value, dims, dtype, sparse_dim, feature_dim, requires_grad)
+    if name is not None:
+        tensor.name = name
+    return tensor
+
+
+def _convert(
+    value: Any,
+    dims: Sequence[Dim],
+    dtype: str | None,
+    sparse_dim: Dim | None,
+    feature_dim: Dim | None,
+    requires_grad: bool,
+) -> Tensor:
     array = np.asarray(value)
     dtype = dtype or _rf_dtype(array)
     if dtype not in _STORAGE:
@@ -367,3 +405,276 @@ __all__ += [
 
 # Last: the encoders use the names above at import time (``rf.swish``, ``rf.LayerNorm``).
 from verjus.rf import encoder  # noqa: E402
+
+# Rotary / causal rel-pos attention, group norm, audio (``stft`` also as ``rf.stft``),
+# schedules, random extras (verjus.rf.rotary, .rel_pos_causal_attention, .group_norm,
+# .audio, .piecewise_linear, .running_mean, .random_extra).
+from verjus.rf.audio import stft  # noqa: E402  (also binds the subpackage ``audio``)
+from verjus.rf.group_norm import GroupNorm, GroupNormSpatial  # noqa: E402
+from verjus.rf.piecewise_linear import PiecewiseLinear, PiecewiseLinearStepwiseScheduler  # noqa: E402
+from verjus.rf.positional_encoding import sinusoidal_encoding  # noqa: E402
+from verjus.rf.random_extra import (  # noqa: E402
+    get_static_step_based_seed,
+    random,
+    random_choice_with_replacement,
+    random_choice_without_replacement,
+    random_truncated_normal,
+    reset_step_random_state,
+)
+from verjus.rf.rel_pos_causal_attention import RelPosCausalSelfAttention  # noqa: E402
+from verjus.rf.rotary import RotaryPosCausalSelfAttention, RotaryPosSelfAttention  # noqa: E402
+from verjus.rf.running_mean import RunningMean  # noqa: E402
+
+__all__ += [
+    "GroupNorm",
+    "GroupNormSpatial",
+    "PiecewiseLinear",
+    "PiecewiseLinearStepwiseScheduler",
+    "RelPosCausalSelfAttention",
+    "RotaryPosCausalSelfAttention",
+    "RotaryPosSelfAttention",
+    "RunningMean",
+    "audio",
+    "get_static_step_based_seed",
+    "random",
+    "random_choice_with_replacement",
+    "random_choice_without_replacement",
+    "random_truncated_normal",
+    "reset_step_random_state",
+    "sinusoidal_encoding",
+    "stft",
+]
+
+# Math forms, reductions and cumsum (verjus.rf.math_, verjus.rf.reduce_extra, verjus.rf.cumsum).
+from verjus.rf.cumsum import cumsum  # noqa: E402
+from verjus.rf.math_ import (  # noqa: E402
+    add,
+    ceil,
+    ceil_divide,
+    clip_by_value,
+    combine_bc,
+    compare_bc,
+    copy,
+    dot,
+    elu,
+    equal,
+    expm1,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    is_finite,
+    is_infinite,
+    is_neg_infinite,
+    lerp,
+    less,
+    less_equal,
+    log1p,
+    log_add_exp,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    mod,
+    mul,
+    neg,
+    not_equal,
+    opt_logical_and,
+    opt_logical_or,
+    pow,
+    reciprocal,
+    relu_square,
+    round,
+    selu,
+    squared_difference,
+    sub,
+    true_divide,
+)
+from verjus.rf.reduce_extra import (  # noqa: E402
+    masked_fraction_of_shape,
+    num_elements_of_shape,
+    reduce,
+    reduce_all,
+    reduce_any,
+    reduce_argmin,
+    reduce_logmeanexp,
+    reduce_out,
+    top_k_mask,
+    top_p_mask,
+)
+
+__all__ += [
+    "add",
+    "ceil",
+    "ceil_divide",
+    "clip_by_value",
+    "combine_bc",
+    "compare_bc",
+    "copy",
+    "cumsum",
+    "dot",
+    "elu",
+    "equal",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "is_finite",
+    "is_infinite",
+    "is_neg_infinite",
+    "lerp",
+    "less",
+    "less_equal",
+    "log1p",
+    "log_add_exp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "masked_fraction_of_shape",
+    "maximum",
+    "minimum",
+    "mod",
+    "mul",
+    "neg",
+    "not_equal",
+    "num_elements_of_shape",
+    "opt_logical_and",
+    "opt_logical_or",
+    "pow",
+    "reciprocal",
+    "reduce",
+    "reduce_all",
+    "reduce_any",
+    "reduce_argmin",
+    "reduce_logmeanexp",
+    "reduce_out",
+    "relu_square",
+    "round",
+    "selu",
+    "squared_difference",
+    "sub",
+    "top_k_mask",
+    "top_p_mask",
+    "true_divide",
+]
+
+# Shapes, packing and scatter (verjus.rf.shape_ops, verjus.rf.packing, verjus.rf.scatter).
+from verjus.rf.packing import masked_scatter, masked_select, pack_padded, pad_packed  # noqa: E402
+from verjus.rf.scatter import (  # noqa: E402
+    scatter,
+    scatter_argmax,
+    scatter_count,
+    scatter_logmeanexp,
+    scatter_logsumexp,
+    scatter_mean,
+    sparse_to_dense,
+)
+from verjus.rf.shape_ops import (  # noqa: E402
+    concat_features,
+    constant,
+    expand_dims,
+    last_frame_position_of_dim,
+    linspace_over_dim,
+    range_over_dim_strided,
+    range_over_merged_dims,
+    repeat,
+    replace_dim_v2,
+    reshape,
+    reverse_sequence,
+    search_sorted,
+    set_sparse_dim,
+    shift_left,
+    shift_right,
+    slice_update,
+    sort,
+    squeeze,
+    stack,
+    unstack,
+    window,
+)
+
+__all__ += [
+    "concat_features",
+    "constant",
+    "expand_dims",
+    "last_frame_position_of_dim",
+    "linspace_over_dim",
+    "masked_scatter",
+    "masked_select",
+    "pack_padded",
+    "pad_packed",
+    "range_over_dim_strided",
+    "range_over_merged_dims",
+    "repeat",
+    "replace_dim_v2",
+    "reshape",
+    "reverse_sequence",
+    "scatter",
+    "scatter_argmax",
+    "scatter_count",
+    "scatter_logmeanexp",
+    "scatter_logsumexp",
+    "scatter_mean",
+    "search_sorted",
+    "set_sparse_dim",
+    "shift_left",
+    "shift_right",
+    "slice_update",
+    "sort",
+    "sparse_to_dense",
+    "squeeze",
+    "stack",
+    "unstack",
+    "window",
+]
+
+# RETURNN's object model and run context (verjus.rf.tensor_dict, verjus.rf.run_ctx,
+# verjus.rf.backend; Tensor and Dim methods in verjus.rf.tensor_api).
+from verjus.rf.backend import (  # noqa: E402
+    GetModelFunc,
+    StepFunc,
+    get_default_array_index_dtype,
+    get_default_float_dtype,
+    get_default_int_dtype,
+    get_selected_backend,
+    is_executing_eagerly,
+    is_float_dtype,
+    select_backend,
+    select_backend_numpy,
+    select_backend_torch,
+    set_default_device_ctx,
+    set_default_float_dtype,
+    set_default_float_dtype_ctx,
+)
+from verjus.rf.run_ctx import Loss, get_run_ctx_step, reset_run_ctx  # noqa: E402
+from verjus.rf.tensor_dict import TensorDict  # noqa: E402
+
+__all__ += [
+    "GetModelFunc",
+    "Loss",
+    "StepFunc",
+    "TensorDict",
+    "get_default_array_index_dtype",
+    "get_default_float_dtype",
+    "get_default_int_dtype",
+    "get_run_ctx_step",
+    "get_selected_backend",
+    "is_executing_eagerly",
+    "is_float_dtype",
+    "reset_run_ctx",
+    "select_backend",
+    "select_backend_numpy",
+    "select_backend_torch",
+    "set_default_device_ctx",
+    "set_default_float_dtype",
+    "set_default_float_dtype_ctx",
+]
+
+# Control flow and per-tensor device and gradient helpers (verjus.rf.control_flow,
+# verjus.rf.device).
+from verjus.rf.control_flow import assert_, cond  # noqa: E402
+from verjus.rf.device import copy_to_device, set_requires_gradient  # noqa: E402
+
+__all__ += ["assert_", "cond", "copy_to_device", "set_requires_gradient"]

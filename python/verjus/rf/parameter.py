@@ -7,9 +7,11 @@ numpy array or an ``rf.init.ParamInit``, which is called with the dims) or by
 ``assign``. As in RETURNN, ``initial`` keeps what it was given, so an
 initializer (not its values) is what describes the parameter.
 
-``trainable`` is RETURNN's flag: None (the default) means trainable; the
-optimizers of ``verjus.rf.optim`` skip parameters whose flag is False. Only
-float32 parameters exist for now; other dtypes raise ValueError.
+``trainable`` is RETURNN's flag: None (the default) means trainable for a
+float32 parameter; the optimizers of ``verjus.rf.optim`` skip parameters whose
+flag is False. Parameters of ``int32``, ``int64`` and ``bool`` dtype (counters,
+masks, running statistics of integers) hold values that ``assign`` replaces;
+they get no gradient and are not trainable.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ import numpy as np
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus.rf.init import ParamInit, ParamInitType
+
+# Each dtype's numpy storage (bool values are kept as float32 0/1).
+_STORAGE = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.float32}
 
 
 def _static_shape(dims: Sequence[Dim]) -> list[int]:
@@ -60,10 +65,14 @@ class Parameter(Tensor):
             raise ValueError("rf.Parameter: dims must be given")
         if not isinstance(dims, (list, tuple)):
             raise TypeError(f"rf.Parameter: dims must be a sequence of Dims, got {type(dims)}")
-        if dtype not in (None, "float32"):
-            raise ValueError(f"rf.Parameter: only float32 parameters are supported, got {dtype!r}")
-        zeros = np.zeros(_static_shape(dims), np.float32)
-        return super().__new__(cls, _from_numpy(zeros, list(dims), "float32", True, None, None))
+        dtype = dtype or "float32"
+        if dtype not in _STORAGE:
+            raise ValueError(
+                f"rf.Parameter: dtype must be one of {sorted(_STORAGE)}, got {dtype!r}"
+            )
+        zeros = np.zeros(_static_shape(dims), _STORAGE[dtype])
+        leaf = _from_numpy(zeros, list(dims), dtype, dtype == "float32", None, None)
+        return super().__new__(cls, leaf)
 
     def __init__(
         self,
@@ -85,7 +94,9 @@ class Parameter(Tensor):
             if initial is not None:
                 raise ValueError("rf.Parameter: initial given twice (a Tensor and initial=)")
             initial = dims_or_tensor
-        self.trainable = trainable
+        if trainable and self.dtype != "float32":
+            raise ValueError(f"rf.Parameter: a {self.dtype} parameter cannot be trainable")
+        self.trainable = trainable if self.dtype == "float32" else False
         self.auxiliary = auxiliary
         self.non_critical_for_restore = non_critical_for_restore
         self.weight_decay = weight_decay
@@ -125,7 +136,7 @@ class Parameter(Tensor):
                 )
             array = value.copy_transpose(list(self.dims)).numpy()
         elif np.isscalar(value):
-            array = np.full(self.shape, value, np.float32)
+            array = np.full(self.shape, value)
         else:
             array = np.asarray(value)
             if array.shape != tuple(self.shape):
@@ -133,6 +144,9 @@ class Parameter(Tensor):
                     f"rf.Parameter.assign: value has shape {array.shape}, "
                     f"the parameter {tuple(self.shape)}"
                 )
+        if self.dtype != "float32":
+            self.raw_tensor = array.astype(_STORAGE[self.dtype])
+            return
         Tensor.assign(self, np.ascontiguousarray(array, dtype=np.float32))
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Parameter:
@@ -144,6 +158,7 @@ class Parameter(Tensor):
             initial = copy.deepcopy(initial, memo)
         return type(self)(
             list(self.dims),
+            self.dtype,
             trainable=self.trainable,
             auxiliary=self.auxiliary,
             non_critical_for_restore=self.non_critical_for_restore,

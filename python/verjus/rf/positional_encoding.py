@@ -1,6 +1,6 @@
-"""``sinusoidal_positional_encoding`` and ``relative_positional_encoding`` (Transformer-XL
-style), after RETURNN's ``returnn/frontend/attention.py``, with its formulas, dims and
-caching.
+"""``sinusoidal_positional_encoding``, ``sinusoidal_encoding`` and
+``relative_positional_encoding`` (Transformer-XL style), after RETURNN's
+``returnn/frontend/attention.py``, with its formulas, dims and caching.
 
 The encodings depend only on dim sizes (and an offset), never on data or
 parameters, so they are computed once on the host in float32 with RETURNN's
@@ -25,7 +25,12 @@ from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_get_default_device as _default_device
 from verjus._verjus import rf_single_step_dim as _single_step_dim
 
-__all__ = ["make_pos_enc", "relative_positional_encoding", "sinusoidal_positional_encoding"]
+__all__ = [
+    "make_pos_enc",
+    "relative_positional_encoding",
+    "sinusoidal_encoding",
+    "sinusoidal_positional_encoding",
+]
 
 _CACHE_SIZE = 128
 _cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
@@ -119,6 +124,39 @@ def sinusoidal_positional_encoding(
         return make()
     key = ("abs", spatial_dim, feat_dim, offset, base, _default_device())
     return _cached(key, make)
+
+
+def sinusoidal_encoding(
+    indices: Tensor,
+    *,
+    feat_dim: Dim,
+    base: float = 1e4,
+    dtype: str | None = None,
+) -> Tensor:
+    """The sinusoidal encoding of given positions (what
+    ``sinusoidal_positional_encoding`` computes for ``0 .. size - 1``):
+    ``sin(p * d_i)`` in the first half of ``feat_dim``, ``cos(p * d_i)`` in the
+    second, ``d_i = base ** (-i / (F/2 - 1))``.
+
+    The positions are data without a gradient (as in RETURNN, where they are
+    cast from ints), so the encoding is computed on the host; a float
+    ``indices`` tensor gets no gradient through it.
+
+    :param indices: the positions, over any dims (int or float)
+    :param feat_dim: static, even
+    :param base: the base of the angles
+    :param dtype: float32 (None)
+    :return: over ``[*indices.dims, feat_dim]``, ``feature_dim`` = ``feat_dim``
+    """
+    who = "sinusoidal_encoding"
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"{who}: indices must be a Tensor, got {type(indices).__name__}")
+    _check(who, feat_dim, dtype, None)
+    if feat_dim in indices.dims:
+        raise ValueError(f"{who}: feat_dim {feat_dim.name} is already a dim of the indices")
+    half = feat_dim.dimension // 2
+    div_term = np.exp(_range(half) * np.float32(-(math.log(base) / (half - 1))))
+    return _tensor(_sin_cos(indices.numpy(), div_term), [*indices.dims, feat_dim], feat_dim)
 
 
 def relative_positional_encoding(

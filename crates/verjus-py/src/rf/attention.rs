@@ -38,12 +38,12 @@ pub(super) fn rf_fused_dot_attention(
     causal_query_spatial_dim: Option<PyRef<'_, PyDim>>,
     scale: Option<f32>,
 ) -> PyResult<PyTensor> {
-    let (q, k, v) = (&query.0, &keys.0, &values.0);
+    let (q, k, v) = (&query.value()?, &keys.value()?, &values.value()?);
     let (key_dim, axis) = (&key_dim.0, &axis.0);
     let causal = causal_query_spatial_dim.map(|d| d.0.clone());
     compute(py, &[q, k, v], || {
         rf::dot_attention(q, k, v, key_dim, axis, causal.as_ref(), scale)
     })
-    .map(PyTensor)
+    .map(PyTensor::from)
     .map_err(to_py_err)
 }

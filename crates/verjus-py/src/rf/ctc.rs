@@ -62,7 +62,7 @@ pub(super) fn rf_ctc_loss(
     let blank_index = usize::try_from(blank_index).map_err(|_| {
         PyValueError::new_err(format!("ctc_loss: blank_index {blank_index} is negative"))
     })?;
-    let (x, t) = (logits.0.clone(), targets.0.clone());
+    let (x, t) = (logits.value()?, targets.value()?);
     let class_dim = x
         .feature_dim()
         .or(t.sparse_dim().filter(|d| x.axis_of(d).is_some()))
@@ -79,6 +79,6 @@ pub(super) fn rf_ctc_loss(
         max_approx,
     };
     py.detach(move || rf::ctc_loss(&x, &t, &si, &st, &class_dim, opts))
-        .map(PyTensor)
+        .map(PyTensor::from)
         .map_err(to_py_err)
 }

@@ -15,9 +15,18 @@ use verjus::rf::Dim;
 /// ``Dim(None)`` of unknown size (like the batch: set by the tensors that
 /// carry it, which must agree).
 ///
+/// A dim that is not static takes its sizes when they are known, and anew
+/// for every batch, as in RETURNN: ``Dim(Tensor("time", [batch_dim],
+/// "int32"))`` (a template) or ``Dim(None)``, then ``dim.dyn_size_ext =
+/// lengths`` or ``dim.dyn_size_ext.raw_tensor = array``; ops given such a
+/// dim as ``out_dim`` fill it in. RETURNN's further Dim methods
+/// (``get_dim_value``, ``is_batch_dim``, ...) are in
+/// ``verjus.rf.tensor_api.DimApi``.
+///
 /// :param int | Tensor | None dimension: the static size, the per-sequence
-///   lengths, or None
-/// :param str | None name: the name, for messages (default ``"unnamed"``)
+///   lengths (or their template), or None
+/// :param str | None name: the name, for messages (default: the lengths'
+///   name, else ``"unnamed"``)
 #[pyclass(name = "Dim", module = "verjus.rf", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PyDim(pub(crate) Dim);
@@ -27,16 +36,16 @@ impl PyDim {
     #[new]
     #[pyo3(signature = (dimension, *, name = None))]
     fn new(dimension: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<PyDim> {
-        let name = name.unwrap_or("unnamed");
-        let Some(dimension) = dimension else {
-            return Ok(PyDim(Dim::new_unknown(name)));
+        let Some(dimension) = dimension.filter(|d| !d.is_none()) else {
+            return Ok(PyDim(Dim::new_unknown(name.unwrap_or("unnamed"))));
         };
         if let Ok(t) = dimension.cast::<PyTensor>() {
-            let lengths = t.get().0.clone();
-            return Dim::new_dynamic(lengths, name)
-                .map(PyDim)
-                .map_err(to_py_err);
+            let t = t.get();
+            let dim = Dim::new_unknown(name.unwrap_or(&t.tensor_name()));
+            t.bind_as_size_of(&dim)?;
+            return Ok(PyDim(dim));
         }
+        let name = name.unwrap_or("unnamed");
         match dimension.extract::<usize>() {
             Ok(n) => Ok(PyDim(Dim::new_static(n, name))),
             Err(_) => Err(PyTypeError::new_err(format!(
@@ -71,12 +80,41 @@ impl PyDim {
         self.0.size()
     }
 
-    /// The per-sequence lengths of a dynamic dim (RETURNN's name).
+    /// The axis size of tensors with this dim now: the static size, the
+    /// longest sequence, or for a dim of unknown size its size in the last
+    /// tensor made from data over it (the batch's); None before any.
+    ///
+    /// :rtype: int | None
+    #[getter]
+    fn axis_size(&self) -> Option<usize> {
+        self.0.size_or_seen()
+    }
+
+    /// The per-sequence lengths of a dynamic dim (RETURNN's name), or their
+    /// template while the dim has none; None for a static dim. Assigning a
+    /// Tensor binds the dim to its values (a template declares their dims and
+    /// dtype), as does assigning values to the returned tensor's
+    /// ``raw_tensor``; a scalar gives every entry that size (the batch of one
+    /// step); None makes the dim unknown again.
     ///
     /// :rtype: Tensor | None
     #[getter]
     fn dyn_size_ext(&self) -> Option<PyTensor> {
-        self.0.lengths().cloned().map(PyTensor)
+        PyTensor::size_of(&self.0)
+    }
+
+    #[setter(dyn_size_ext)]
+    fn set_dyn_size_ext(&self, lengths: Option<PyRef<'_, PyTensor>>) -> PyResult<()> {
+        match lengths {
+            Some(t) => t.bind_as_size_of(&self.0),
+            None => self.0.set_lengths(None).map_err(to_py_err),
+        }
+    }
+
+    /// RETURNN's further Dim API (``verjus.rf.tensor_api.DimApi``): looked
+    /// up only when no attribute of the native class has the name.
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        super::tensor::python_api(slf.as_any(), "DimApi", name)
     }
 
     /// Whether the dim has per-sequence lengths.

@@ -51,11 +51,11 @@ pub(super) fn rf_lstm(
     in_dim: PyRef<'_, PyDim>,
     out_dim: PyRef<'_, PyDim>,
 ) -> PyResult<(PyTensor, (PyTensor, PyTensor))> {
-    let (x, h, c) = (source.0.clone(), state_h.0.clone(), state_c.0.clone());
+    let (x, h, c) = (source.value()?, state_h.value()?, state_c.value()?);
     let (ff, rec, bias) = (
-        ff_weight.0.clone(),
-        rec_weight.0.clone(),
-        bias.map(|b| b.0.clone()),
+        ff_weight.value()?,
+        rec_weight.value()?,
+        bias.map(|b| b.value()).transpose()?,
     );
     let (spatial, in_dim, out_dim) = (spatial_dim.0.clone(), in_dim.0.clone(), out_dim.0.clone());
     let (y, h, c) = py
@@ -70,5 +70,5 @@ pub(super) fn rf_lstm(
             rf::lstm(&x, &h, &c, &p, &spatial)
         })
         .map_err(to_py_err)?;
-    Ok((PyTensor(y), (PyTensor(h), PyTensor(c))))
+    Ok((PyTensor::from(y), (PyTensor::from(h), PyTensor::from(c))))
 }

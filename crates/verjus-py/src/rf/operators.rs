@@ -19,7 +19,7 @@ pub(crate) fn binary(
     reversed: bool,
 ) -> PyResult<Py<PyAny>> {
     let result = if let Ok(b) = other.cast::<PyTensor>() {
-        let b = &b.get().0;
+        let b = &b.get().value()?;
         compute(py, &[a, b], || {
             if reversed {
                 combine(b, op, a, false)
@@ -33,5 +33,5 @@ pub(crate) fn binary(
         return Ok(py.NotImplemented());
     };
     let t = result.map_err(to_py_err)?;
-    Ok(Py::new(py, PyTensor(t))?.into_any())
+    Ok(Py::new(py, PyTensor::from(t))?.into_any())
 }

@@ -30,7 +30,7 @@ fn dim_list(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
 /// A `Tensor` or a number (as a float32 scalar tensor).
 fn operand(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<RfTensor> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        return Ok(t.get().0.clone());
+        return t.get().value();
     }
     let s = obj.extract::<f64>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -44,7 +44,7 @@ fn operand(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<RfTensor> {
 
 /// Runs `f` with the GIL released and wraps its tensor.
 fn run(py: Python<'_>, f: impl FnOnce() -> Result<RfTensor> + Send) -> PyResult<PyTensor> {
-    py.detach(f).map(PyTensor).map_err(to_py_err)
+    py.detach(f).map(PyTensor::from).map_err(to_py_err)
 }
 
 /// [`run`] for the frequent ops: the GIL is kept for tiny CPU inputs
@@ -54,7 +54,9 @@ fn run_on(
     inputs: &[&RfTensor],
     f: impl FnOnce() -> Result<RfTensor> + Send,
 ) -> PyResult<PyTensor> {
-    compute(py, inputs, f).map(PyTensor).map_err(to_py_err)
+    compute(py, inputs, f)
+        .map(PyTensor::from)
+        .map_err(to_py_err)
 }
 
 /// Combines ``a`` and ``b`` elementwise, lined up by dims.
@@ -128,15 +130,15 @@ fn binary(
 ) -> PyResult<PyTensor> {
     match (a.cast::<PyTensor>(), b.cast::<PyTensor>()) {
         (Ok(a), Ok(b)) => {
-            let (a, b) = (&a.get().0, &b.get().0);
+            let (a, b) = (&a.get().value()?, &b.get().value()?);
             run_on(py, &[a, b], || rf::combine(a, op, b, allow))
         }
         (Ok(a), Err(_)) => {
-            let (a, s) = (a.get().0.clone(), b.extract::<f64>()?);
+            let (a, s) = (a.get().value()?, b.extract::<f64>()?);
             run(py, move || rf::combine_scalar(&a, op, s, false))
         }
         (Err(_), Ok(b)) => {
-            let (b, s) = (b.get().0.clone(), a.extract::<f64>()?);
+            let (b, s) = (b.get().value()?, a.extract::<f64>()?);
             run(py, move || rf::combine_scalar(&b, op, s, true))
         }
         _ => Err(PyTypeError::new_err(
@@ -174,7 +176,7 @@ pub(super) fn rf_matmul(
     reduce: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (a, b, reduce) = (&a.0, &b.0, dim_list("reduce", reduce)?);
+    let (a, b, reduce) = (&a.value()?, &b.value()?, dim_list("reduce", reduce)?);
     run_on(py, &[a, b], || rf::matmul(a, b, &reduce, use_mask))
 }
 
@@ -185,7 +187,7 @@ fn reduce(
     axis: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&source.0, dim_list("axis", axis)?);
+    let (x, axis) = (&source.value()?, dim_list("axis", axis)?);
     run_on(py, &[x], || rf::reduce(x, mode, &axis, use_mask))
 }
 
@@ -266,7 +268,7 @@ pub(super) fn rf_reduce_argmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (source.0.clone(), axis.0.clone());
+    let (x, axis) = (source.value()?, axis.0.clone());
     run(py, move || rf::argmax(&x, &axis, use_mask))
 }
 
@@ -287,7 +289,7 @@ pub(super) fn rf_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&x.0, &axis.0);
+    let (x, axis) = (&x.value()?, &axis.0);
     run_on(py, &[x], || rf::softmax(x, axis, use_mask))
 }
 
@@ -314,8 +316,11 @@ pub(super) fn rf_layer_norm(
     bias: Option<PyRef<'_, PyTensor>>,
 ) -> PyResult<PyTensor> {
     let axis = dim_list("axis", axis)?;
-    let x = &x.0;
-    let (scale, bias) = (scale.map(|s| s.0.clone()), bias.map(|b| b.0.clone()));
+    let x = &x.value()?;
+    let (scale, bias) = (
+        scale.map(|s| s.value()).transpose()?,
+        bias.map(|b| b.value()).transpose()?,
+    );
     run_on(py, &[x], || {
         rf::layer_norm(x, &axis, eps, scale.as_ref(), bias.as_ref())
     })
@@ -338,7 +343,7 @@ pub(super) fn rf_log_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&x.0, &axis.0);
+    let (x, axis) = (&x.value()?, &axis.0);
     run_on(py, &[x], || rf::log_softmax(x, axis, use_mask))
 }
 
@@ -353,7 +358,7 @@ macro_rules! unary_fn {
         #[doc = ":rtype: Tensor"]
         #[pyfunction]
         pub(super) fn $name(py: Python<'_>, x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-            let x = &x.0;
+            let x = &x.value()?;
             run_on(py, &[x], || rf::activation(x, UnaryOp::$op))
         }
     };
@@ -412,7 +417,7 @@ unary_fn!(
 #[pyfunction]
 #[pyo3(signature = (x, *, eps = 1e-7))]
 pub(super) fn rf_safe_log(py: Python<'_>, x: PyRef<'_, PyTensor>, eps: f32) -> PyResult<PyTensor> {
-    let x = x.0.clone();
+    let x = x.value()?;
     run(py, move || rf::safe_log(&x, eps))
 }
 
@@ -440,7 +445,7 @@ pub(super) fn rf_where(
     false_: &Bound<'_, PyAny>,
     allow_broadcast_all_sources: bool,
 ) -> PyResult<PyTensor> {
-    let c = cond.0.clone();
+    let c = cond.value()?;
     let (x, y) = (operand("true_", true_)?, operand("false_", false_)?);
     run(py, move || {
         rf::where_(&c, &x, &y, allow_broadcast_all_sources)
@@ -456,7 +461,7 @@ pub(super) fn rf_where(
 /// :rtype: Tensor
 #[pyfunction]
 pub(super) fn rf_cast(py: Python<'_>, x: PyRef<'_, PyTensor>, dtype: &str) -> PyResult<PyTensor> {
-    let (x, dtype) = (x.0.clone(), RfDType::parse(dtype).map_err(to_py_err)?);
+    let (x, dtype) = (x.value()?, RfDType::parse(dtype).map_err(to_py_err)?);
     run(py, move || rf::cast(&x, dtype))
 }
 
@@ -466,8 +471,8 @@ pub(super) fn rf_cast(py: Python<'_>, x: PyRef<'_, PyTensor>, dtype: &str) -> Py
 /// :return: the same values and dims, a constant for the gradient
 /// :rtype: Tensor
 #[pyfunction]
-pub(super) fn rf_stop_gradient(x: PyRef<'_, PyTensor>) -> PyTensor {
-    PyTensor(rf::stop_gradient(&x.0))
+pub(super) fn rf_stop_gradient(x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+    Ok(PyTensor::from(rf::stop_gradient(&x.value()?)))
 }
 
 /// The mask of the valid frames of dynamic dims, from their sequence lengths.
@@ -532,7 +537,7 @@ pub(super) fn rf_gradient(
     y: PyRef<'_, PyTensor>,
     x: PyRef<'_, PyTensor>,
 ) -> PyResult<PyTensor> {
-    let (y, x) = (y.0.clone(), x.0.clone());
+    let (y, x) = (y.value()?, x.value()?);
     run(py, move || rf::gradient(&y, &x))
 }
 
@@ -557,7 +562,7 @@ pub(super) fn rf_gather(
     axis: PyRef<'_, PyDim>,
     clip_to_valid: bool,
 ) -> PyResult<PyTensor> {
-    let (x, i, axis) = (source.0.clone(), indices.0.clone(), axis.0.clone());
+    let (x, i, axis) = (source.value()?, indices.value()?, axis.0.clone());
     run(py, move || rf::gather(&x, &i, &axis, clip_to_valid))
 }
 
@@ -572,7 +577,7 @@ pub(super) fn rf_gather(
 /// :rtype: Tensor
 #[pyfunction]
 pub(super) fn rf_one_hot(py: Python<'_>, source: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-    let x = source.0.clone();
+    let x = source.value()?;
     run(py, move || rf::one_hot(&x))
 }
 
@@ -600,7 +605,7 @@ pub(super) fn rf_cross_entropy(
     estimated_type: &str,
 ) -> PyResult<PyTensor> {
     let kind = rf::EstimatedType::parse(estimated_type).map_err(to_py_err)?;
-    let (x, t, axis) = (estimated.0.clone(), target.0.clone(), axis.0.clone());
+    let (x, t, axis) = (estimated.value()?, target.value()?, axis.0.clone());
     run(py, move || rf::cross_entropy(&x, &t, &axis, kind))
 }
 
@@ -636,13 +641,13 @@ pub(super) fn rf_concat(
     }
     let parts: Vec<(RfTensor, Dim)> = sources
         .iter()
-        .map(|(t, d)| (t.0.clone(), d.0.clone()))
-        .collect();
+        .map(|(t, d)| Ok((t.value()?, d.0.clone())))
+        .collect::<PyResult<_>>()?;
     let out_dim = out_dim.map(|d| d.0.clone());
     let (t, d) = py
         .detach(move || rf::concat(&parts, out_dim))
         .map_err(to_py_err)?;
-    Ok((PyTensor(t), PyDim(d)))
+    Ok((PyTensor::from(t), PyDim(d)))
 }
 
 /// Pads ``source`` with ``value`` left and right along ``axes``.
@@ -680,12 +685,12 @@ pub(super) fn rf_pad(
             },
         )
         .collect::<PyResult<Vec<_>>>()?;
-    let (x, axes) = (source.0.clone(), dim_list("axes", axes)?);
+    let (x, axes) = (source.value()?, dim_list("axes", axes)?);
     let out_dims = out_dims.map(|o| dim_list("out_dims", o)).transpose()?;
     let (t, dims) = py
         .detach(move || rf::pad(&x, &axes, &padding, out_dims, value))
         .map_err(to_py_err)?;
-    Ok((PyTensor(t), dims.into_iter().map(PyDim).collect()))
+    Ok((PyTensor::from(t), dims.into_iter().map(PyDim).collect()))
 }
 
 /// A constant tensor over ``dims``, on the default device.
@@ -721,7 +726,7 @@ pub(super) fn rf_full_like(
     other: PyRef<'_, PyTensor>,
     fill_value: f64,
 ) -> PyResult<PyTensor> {
-    let x = other.0.clone();
+    let x = other.value()?;
     run(py, move || rf::full_like(&x, fill_value))
 }
 
@@ -740,7 +745,7 @@ pub(super) fn rf_expand_dim(
     source: PyRef<'_, PyTensor>,
     dim: PyRef<'_, PyDim>,
 ) -> PyResult<PyTensor> {
-    let (x, dim) = (source.0.clone(), dim.0.clone());
+    let (x, dim) = (source.value()?, dim.0.clone());
     run(py, move || rf::expand_dim(&x, &dim))
 }
 
@@ -766,12 +771,12 @@ pub(super) fn rf_merge_dims(
     dims: &Bound<'_, PyAny>,
     out_dim: Option<PyRef<'_, PyDim>>,
 ) -> PyResult<(PyTensor, PyDim)> {
-    let (x, dims) = (source.0.clone(), dim_list("dims", dims)?);
+    let (x, dims) = (source.value()?, dim_list("dims", dims)?);
     let out_dim = out_dim.map(|d| d.0.clone());
     let (t, d) = py
         .detach(move || rf::merge_dims(&x, &dims, out_dim))
         .map_err(to_py_err)?;
-    Ok((PyTensor(t), PyDim(d)))
+    Ok((PyTensor::from(t), PyDim(d)))
 }
 
 /// Splits ``axis`` into ``dims`` (in its place), the inverse of ``merge_dims``:
@@ -795,7 +800,7 @@ pub(super) fn rf_split_dims(
     axis: PyRef<'_, PyDim>,
     dims: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let (x, axis, dims) = (source.0.clone(), axis.0.clone(), dim_list("dims", dims)?);
+    let (x, axis, dims) = (source.value()?, axis.0.clone(), dim_list("dims", dims)?);
     run(py, move || rf::split_dims(&x, &axis, &dims))
 }
 
@@ -869,7 +874,7 @@ pub(super) fn rf_dropout(
     axis: Option<&Bound<'_, PyAny>>,
     train: bool,
 ) -> PyResult<PyTensor> {
-    let x = source.0.clone();
+    let x = source.value()?;
     let axis = axis.map(|a| dim_list("axis", a)).transpose()?;
     run(py, move || {
         rf::dropout(&x, drop_prob, axis.as_deref(), train)

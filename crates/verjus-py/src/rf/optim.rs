@@ -26,7 +26,7 @@ impl PyOptimizer {
     fn new(params: Vec<PyRef<'_, PyTensor>>, solver_json: &str) -> PyResult<PyOptimizer> {
         let config: SolverConfig =
             serde_json::from_str(solver_json).map_err(|e| json_err("solver_json", e))?;
-        let params: Vec<RfTensor> = params.iter().map(|p| p.0.clone()).collect();
+        let params: Vec<RfTensor> = params.iter().map(|p| p.value()).collect::<PyResult<_>>()?;
         Optimizer::new(params, config)
             .map(PyOptimizer)
             .map_err(to_py_err)

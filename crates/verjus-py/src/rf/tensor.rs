@@ -5,13 +5,16 @@ use super::{backend, PyDim};
 use crate::convert::to_numpy;
 use crate::error::to_py_err;
 use numpy::{Element as NpElement, PyReadonlyArrayDyn, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use verjus::core::Element;
 use verjus::ops::{BinaryOp, UnaryOp};
-use verjus::rf::{fmt_dims, RfDType, RfTensor};
+use verjus::rf::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus::{DType, Tensor};
 
 /// A tensor whose axes are named by dims (see ``verjus.rf``): ops line
@@ -20,13 +23,214 @@ use verjus::{DType, Tensor};
 /// number. A one-element tensor has a truth value; a larger one raises
 /// ValueError (reduce it first).
 ///
-/// ``Tensor(source)`` is another handle to the same tensor, for subclasses
-/// such as ``rf.Parameter``; ``convert_to_tensor`` makes tensors from values.
+/// ``Tensor(name, dims, dtype, *, sparse_dim=None, feature_dim=None,
+/// raw_tensor=None)`` is RETURNN's form: without ``raw_tensor`` it is a
+/// *template*, dims and dtype without values (ops refuse it until values are
+/// assigned to ``raw_tensor``; ``TensorDict`` and RETURNN's ``extern_data`` are
+/// made of them). ``Tensor(source)`` is another handle to ``source``'s value,
+/// for subclasses such as ``rf.Parameter``. ``convert_to_tensor`` makes
+/// tensors from values. RETURNN's further Tensor methods
+/// (``mark_as_output``, ``copy_template``, ``get_axis_from_description``, ...)
+/// are in ``verjus.rf.tensor_api``.
 ///
-/// :param Tensor source: the tensor to refer to
+/// :param str | Tensor name: the name, or the tensor to refer to
+/// :param Sequence[Dim] | None dims: the dims, in raw-axis order
+/// :param str | None dtype: ``"float32"`` (default), ``"int32"``, ``"int64"``, ``"bool"``
+/// :param Dim | None sparse_dim: the class dim that integer values index
+/// :param Dim | None feature_dim: the feature dim, one of ``dims``
+/// :param npt.ArrayLike | None raw_tensor: the values (None: a template)
+/// :param Any _kwargs: RETURNN's further options, accepted and unused
 #[pyclass(name = "Tensor", module = "verjus.rf", frozen, subclass)]
+pub(crate) struct PyTensor(RwLock<Content>);
+
+/// What a `Tensor` handle holds; replaced whole when values are assigned.
 #[derive(Clone)]
-pub(crate) struct PyTensor(pub(crate) RfTensor);
+struct Content {
+    /// RETURNN's tensor name (None: an op's result, shown as "tensor").
+    name: Option<String>,
+    /// The values, or None for a template.
+    value: Option<RfTensor>,
+    /// Dims, dtype, sparse and feature dim: a template's own, or the value's.
+    meta: Meta,
+    /// The dim whose lengths this tensor is (`dim.dyn_size_ext`): assigning
+    /// values to it binds the dim's sizes.
+    size_of: Option<Dim>,
+}
+
+#[derive(Clone)]
+struct Meta {
+    dims: Vec<Dim>,
+    dtype: RfDType,
+    sparse_dim: Option<Dim>,
+    feature_dim: Option<Dim>,
+}
+
+impl Meta {
+    fn of(t: &RfTensor) -> Meta {
+        Meta {
+            dims: t.dims().to_vec(),
+            dtype: t.dtype(),
+            sparse_dim: t.sparse_dim().cloned(),
+            feature_dim: t.feature_dim().cloned(),
+        }
+    }
+}
+
+impl From<RfTensor> for PyTensor {
+    fn from(t: RfTensor) -> PyTensor {
+        PyTensor(RwLock::new(Content {
+            name: None,
+            meta: Meta::of(&t),
+            value: Some(t),
+            size_of: None,
+        }))
+    }
+}
+
+impl PyTensor {
+    /// A template: dims and dtype without values.
+    fn template(name: Option<String>, meta: Meta, size_of: Option<Dim>) -> PyTensor {
+        PyTensor(RwLock::new(Content {
+            name,
+            value: None,
+            meta,
+            size_of,
+        }))
+    }
+
+    /// `dim`'s lengths as a handle whose assignment binds them (or a template of them).
+    pub(crate) fn size_of(dim: &Dim) -> Option<PyTensor> {
+        let t = match dim.lengths() {
+            Some(l) => PyTensor::from(l),
+            None => {
+                let (dims, dtype) = dim.lengths_template()?;
+                let meta = Meta {
+                    dims,
+                    dtype,
+                    sparse_dim: None,
+                    feature_dim: None,
+                };
+                PyTensor::template(Some(dim.name().to_owned()), meta, None)
+            }
+        };
+        t.write().size_of = Some(dim.clone());
+        Some(t)
+    }
+
+    /// The name, ``"tensor"`` for an op's result.
+    pub(crate) fn tensor_name(&self) -> String {
+        self.read().name.clone().unwrap_or_else(|| "tensor".into())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Content> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Content> {
+        self.0.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The value; a template is a ValueError naming it.
+    pub(crate) fn value(&self) -> PyResult<RfTensor> {
+        let c = self.read();
+        c.value.clone().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "Tensor {:?} {} is a template without values; assign its raw_tensor first",
+                c.name.as_deref().unwrap_or("tensor"),
+                fmt_dims(&c.meta.dims)
+            ))
+        })
+    }
+
+    /// Makes this tensor the lengths of `dim` (see [`Content::size_of`]),
+    /// binding the dim to its values or declaring their dims and dtype.
+    pub(crate) fn bind_as_size_of(&self, dim: &Dim) -> PyResult<()> {
+        let mut c = self.write();
+        match &c.value {
+            Some(v) => dim.set_lengths(Some(v.clone())).map_err(to_py_err)?,
+            None => {
+                dim.set_lengths(None).map_err(to_py_err)?;
+                dim.set_lengths_template(c.meta.dims.clone(), c.meta.dtype);
+            }
+        }
+        c.size_of = Some(dim.clone());
+        Ok(())
+    }
+
+    /// A value for this tensor from `raw` (a numpy array or a Tensor), with
+    /// its dims, dtype, sparse and feature dim.
+    fn value_from(&self, raw: &Bound<'_, PyAny>) -> PyResult<RfTensor> {
+        let meta = self.read().meta.clone();
+        let value = match raw.cast::<PyTensor>() {
+            Ok(t) => t.get().value()?.to_host().map_err(to_py_err)?,
+            Err(_) => {
+                let np = raw.py().import("numpy")?;
+                let storage = match meta.dtype {
+                    RfDType::Float32 | RfDType::Bool => "float32",
+                    RfDType::Int32 => "int32",
+                    RfDType::Int64 => "int64",
+                };
+                let array = np.call_method1("asarray", (raw, storage))?;
+                match meta.dtype {
+                    RfDType::Float32 | RfDType::Bool => host::<f32>(&array)?,
+                    RfDType::Int32 => host::<i32>(&array)?,
+                    RfDType::Int64 => host::<i64>(&array)?,
+                }
+            }
+        };
+        RfTensor::from_tensor(value, meta.dims, Some(meta.dtype), backend()?, false)
+            .and_then(|t| t.with_sparse_dim(meta.sparse_dim))
+            .and_then(|t| t.with_feature_dim(meta.feature_dim))
+            .map_err(to_py_err)
+    }
+
+    /// Replaces the values (None: back to a template), binding the dim this
+    /// tensor is the lengths of.
+    fn set_value(&self, value: Option<RfTensor>) -> PyResult<()> {
+        let size_of = self.read().size_of.clone();
+        if let Some(dim) = &size_of {
+            dim.set_lengths(value.clone()).map_err(to_py_err)?;
+        }
+        let mut c = self.write();
+        if let Some(v) = &value {
+            c.meta = Meta::of(v);
+        }
+        c.value = value;
+        Ok(())
+    }
+}
+
+/// The Python module holding RETURNN's further Tensor and Dim API (see
+/// [`python_api`]).
+static TENSOR_API: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// `name` of `obj` from the class `class` of the Python module
+/// `verjus.rf.tensor_api`: a property's value, or a method bound to `obj`.
+/// This is how RETURNN's long tail of Tensor and Dim methods is written in
+/// Python, over the state kept here; unknown names are an AttributeError.
+pub(crate) fn python_api<'py>(
+    obj: &Bound<'py, PyAny>,
+    class: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let module = TENSOR_API.get_or_try_init(py, || {
+        py.import("verjus.rf.tensor_api")
+            .map(|m| m.into_any().unbind())
+    })?;
+    let namespace = module.bind(py).getattr(class)?;
+    let dict = namespace.getattr(intern!(py, "__dict__"))?;
+    let Some(attr) = dict.get_item(name).ok().filter(|a| !a.is_none()) else {
+        return Err(PyAttributeError::new_err(format!(
+            "{} has no attribute {name:?}",
+            obj.get_type().name()?
+        )));
+    };
+    if attr.hasattr(intern!(py, "fget"))? {
+        return attr.getattr(intern!(py, "fget"))?.call1((obj,));
+    }
+    attr.call_method1(intern!(py, "__get__"), (obj,))
+}
 
 pub(crate) fn dims_of(dims: &[PyRef<'_, PyDim>]) -> Vec<verjus::rf::Dim> {
     dims.iter().map(|d| d.0.clone()).collect()
@@ -83,21 +287,82 @@ pub(crate) fn rf_from_numpy(
     )
     .and_then(|t| t.with_sparse_dim(sparse_dim.map(|d| d.0.clone())))
     .and_then(|t| t.with_feature_dim(feature_dim.map(|d| d.0.clone())))
-    .map(PyTensor)
+    .map(PyTensor::from)
     .map_err(to_py_err)
 }
 
 #[pymethods]
 impl PyTensor {
     #[new]
-    fn new(source: PyRef<'_, PyTensor>) -> PyTensor {
-        PyTensor(source.0.clone())
+    #[pyo3(signature = (name, dims = None, dtype = None, *, sparse_dim = None, feature_dim = None, raw_tensor = None, **_kwargs))]
+    fn new(
+        name: &Bound<'_, PyAny>,
+        dims: Option<Vec<PyRef<'_, PyDim>>>,
+        dtype: Option<&str>,
+        sparse_dim: Option<PyRef<'_, PyDim>>,
+        feature_dim: Option<PyRef<'_, PyDim>>,
+        raw_tensor: Option<&Bound<'_, PyAny>>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<PyTensor> {
+        if let Ok(source) = name.cast::<PyTensor>() {
+            return Ok(PyTensor(RwLock::new(source.get().read().clone())));
+        }
+        let name: String = name.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "Tensor: the first argument must be a name (str) or a Tensor, got {}",
+                name.get_type()
+            ))
+        })?;
+        let dims = dims
+            .ok_or_else(|| PyTypeError::new_err(format!("Tensor {name:?}: dims must be given")))?;
+        let meta = Meta {
+            dims: dims_of(&dims),
+            dtype: RfDType::parse(dtype.unwrap_or("float32")).map_err(to_py_err)?,
+            sparse_dim: sparse_dim.map(|d| d.0.clone()),
+            feature_dim: feature_dim.map(|d| d.0.clone()),
+        };
+        if meta.sparse_dim.is_some() && !meta.dtype.is_int() {
+            return Err(PyValueError::new_err(format!(
+                "Tensor {name:?}: sparse_dim needs an integer dtype, got {}",
+                meta.dtype
+            )));
+        }
+        if let Some(f) = meta.feature_dim.as_ref().filter(|f| !meta.dims.contains(f)) {
+            return Err(PyValueError::new_err(format!(
+                "Tensor {name:?}: feature_dim {f} is not one of {}",
+                fmt_dims(&meta.dims)
+            )));
+        }
+        let t = PyTensor::template(Some(name), meta, None);
+        if let Some(raw) = raw_tensor.filter(|r| !r.is_none()) {
+            t.set_value(Some(t.value_from(raw)?))?;
+        }
+        Ok(t)
+    }
+
+    /// RETURNN's further Tensor API (``verjus.rf.tensor_api.TensorApi``):
+    /// looked up only when no attribute of the native class has the name.
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", name)
+    }
+
+    /// The name (RETURNN's; ``"tensor"`` for an op's result).
+    ///
+    /// :rtype: str
+    #[getter]
+    fn name(&self) -> String {
+        self.tensor_name()
+    }
+
+    #[setter(name)]
+    fn set_name(&self, name: String) {
+        self.write().name = Some(name);
     }
 
     /// Backpropagates from this one-element tensor: adds ``d self / d p`` to
     /// the ``grad`` of every leaf ``p`` it depends on (parameters).
     fn backward(&self, py: Python<'_>) -> PyResult<()> {
-        let var = self.0.var().clone();
+        let var = self.value()?.var().clone();
         py.detach(move || var.backward()).map_err(to_py_err)
     }
 
@@ -107,23 +372,25 @@ impl PyTensor {
     /// :rtype: Tensor | None
     #[getter]
     fn grad(&self) -> PyResult<Option<PyTensor>> {
-        let Some(g) = self.0.var().grad() else {
+        let t = self.value()?;
+        let Some(g) = t.var().grad() else {
             return Ok(None);
         };
-        let be = self.0.backend().clone();
+        let be = t.backend().clone();
         let g = verjus::core::autograd::Var::constant(
             verjus::ops::download(&*be, &g).map_err(to_py_err)?,
             be,
         )
         .map_err(to_py_err)?;
-        RfTensor::new(g, self.0.dims().to_vec(), RfDType::Float32)
-            .map(|t| Some(PyTensor(t)))
+        RfTensor::new(g, t.dims().to_vec(), RfDType::Float32)
+            .map(|t| Some(PyTensor::from(t)))
             .map_err(to_py_err)
     }
 
     /// Clears the accumulated gradient.
-    fn zero_grad(&self) {
-        self.0.var().zero_grad();
+    fn zero_grad(&self) -> PyResult<()> {
+        self.value()?.var().zero_grad();
+        Ok(())
     }
 
     /// Replaces the values of a leaf (a parameter); graphs recorded before
@@ -132,7 +399,7 @@ impl PyTensor {
     /// :param npt.NDArray[np.float32] array: the new values, the same shape
     fn assign(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = host::<f32>(array)?;
-        let var = self.0.var().clone();
+        let var = self.value()?.var().clone();
         py.detach(move || var.set_value(value)).map_err(to_py_err)
     }
 
@@ -141,7 +408,7 @@ impl PyTensor {
     /// :rtype: tuple[Dim, ...]
     #[getter]
     fn dims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.0.dims().iter().map(|d| PyDim(d.clone())))
+        PyTuple::new(py, self.read().meta.dims.iter().map(|d| PyDim(d.clone())))
     }
 
     /// The dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``.
@@ -149,7 +416,7 @@ impl PyTensor {
     /// :rtype: str
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.0.dtype().name()
+        self.read().meta.dtype.name()
     }
 
     /// The class dim that integer values index, if any.
@@ -157,7 +424,26 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn sparse_dim(&self) -> Option<PyDim> {
-        self.0.sparse_dim().cloned().map(PyDim)
+        self.read().meta.sparse_dim.clone().map(PyDim)
+    }
+
+    #[setter(sparse_dim)]
+    fn set_sparse_dim(&self, dim: Option<PyRef<'_, PyDim>>) -> PyResult<()> {
+        let dim = dim.map(|d| d.0.clone());
+        let mut c = self.write();
+        if let Some(v) = &c.value {
+            let v = v.clone().with_sparse_dim(dim).map_err(to_py_err)?;
+            c.meta = Meta::of(&v);
+            c.value = Some(v);
+        } else if dim.is_some() && !c.meta.dtype.is_int() {
+            return Err(PyValueError::new_err(format!(
+                "Tensor: sparse_dim needs an integer tensor, got {}",
+                c.meta.dtype
+            )));
+        } else {
+            c.meta.sparse_dim = dim;
+        }
+        Ok(())
     }
 
     /// The feature dim, if set.
@@ -165,23 +451,99 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn feature_dim(&self) -> Option<PyDim> {
-        self.0.feature_dim().cloned().map(PyDim)
+        self.read().meta.feature_dim.clone().map(PyDim)
     }
 
-    /// The raw sizes, in dims order.
+    #[setter(feature_dim)]
+    fn set_feature_dim(&self, dim: Option<PyRef<'_, PyDim>>) -> PyResult<()> {
+        let dim = dim.map(|d| d.0.clone());
+        let mut c = self.write();
+        if let Some(d) = dim.as_ref().filter(|d| !c.meta.dims.contains(d)) {
+            return Err(PyValueError::new_err(format!(
+                "Tensor: feature_dim {d} is not one of {}",
+                fmt_dims(&c.meta.dims)
+            )));
+        }
+        if let Some(v) = &c.value {
+            let v = v.clone().with_feature_dim(dim.clone()).map_err(to_py_err)?;
+            c.value = Some(v);
+        }
+        c.meta.feature_dim = dim;
+        Ok(())
+    }
+
+    /// The raw sizes, in dims order (of a template: each dim's size, None
+    /// where it is not known yet).
     ///
-    /// :rtype: list[int]
+    /// :rtype: list[int | None]
     #[getter]
-    fn shape(&self) -> Vec<usize> {
-        self.0.sizes()
+    fn shape(&self) -> Vec<Option<usize>> {
+        let c = self.read();
+        match &c.value {
+            Some(v) => v.sizes().into_iter().map(Some).collect(),
+            None => c.meta.dims.iter().map(Dim::size_or_seen).collect(),
+        }
     }
 
-    /// Whether gradients flow to this tensor.
+    /// Whether gradients flow to this tensor. Setting it True makes the tensor
+    /// a leaf (its values copied into a new leaf; RETURNN's
+    /// ``rf.set_requires_gradient``), so ``rf.gradient`` can differentiate by it.
     ///
     /// :rtype: bool
     #[getter]
     fn requires_grad(&self) -> bool {
-        self.0.var().requires_grad()
+        self.read()
+            .value
+            .as_ref()
+            .is_some_and(|v| v.var().requires_grad())
+    }
+
+    #[setter(requires_grad)]
+    fn set_requires_grad(&self, py: Python<'_>, requires_grad: bool) -> PyResult<()> {
+        let t = self.value()?;
+        if t.var().requires_grad() == requires_grad {
+            return Ok(());
+        }
+        if t.dtype() != RfDType::Float32 {
+            return Err(PyValueError::new_err(format!(
+                "Tensor: only float32 tensors can require a gradient, got {}",
+                t.dtype()
+            )));
+        }
+        let leaf = py
+            .detach(|| {
+                let host = t.to_host()?;
+                RfTensor::from_tensor(
+                    host,
+                    t.dims().to_vec(),
+                    Some(t.dtype()),
+                    t.backend().clone(),
+                    requires_grad,
+                )
+                .and_then(|l| l.with_sparse_dim(t.sparse_dim().cloned()))
+                .and_then(|l| l.with_feature_dim(t.feature_dim().cloned()))
+            })
+            .map_err(to_py_err)?;
+        self.set_value(Some(leaf))
+    }
+
+    /// Where the values are (``"cpu"``, ``"cuda:0"``); a template's device is
+    /// the default device, where its values will be made.
+    ///
+    /// :rtype: str
+    #[getter]
+    fn device(&self) -> PyResult<String> {
+        Ok(match &self.read().value {
+            Some(v) => v.backend().device().to_string(),
+            None => backend()?.device().to_string(),
+        })
+    }
+
+    /// Whether this is a template (no values).
+    ///
+    /// :rtype: bool
+    fn is_template(&self) -> bool {
+        self.read().value.is_none()
     }
 
     /// The values as a numpy array, axes in dims order (a bool tensor as a
@@ -189,21 +551,72 @@ impl PyTensor {
     ///
     /// :rtype: npt.NDArray[Any]
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let t = self.0.clone();
+        let t = self.value()?;
+        let is_bool = t.dtype() == RfDType::Bool;
         let host = py.detach(move || t.to_host()).map_err(to_py_err)?;
         let array = to_numpy(py, host)?;
-        if self.0.dtype() == RfDType::Bool {
+        if is_bool {
             return array.call_method1("astype", ("bool",));
         }
         Ok(array)
     }
 
-    /// The values as a numpy array (RETURNN's name; see ``numpy``).
+    /// The values as a numpy array (see ``numpy``), or None for a template.
+    /// Assigning an array (or a Tensor) gives the tensor those values, with
+    /// its dims and dtype; assigning None makes it a template again. When the
+    /// tensor is a dim's ``dyn_size_ext``, that binds the dim's sizes.
     ///
-    /// :rtype: npt.NDArray[Any]
+    /// :rtype: npt.NDArray[Any] | None
     #[getter]
-    fn raw_tensor<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.numpy(py)
+    fn raw_tensor<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.read().value.is_none() {
+            return Ok(None);
+        }
+        self.numpy(py).map(Some)
+    }
+
+    #[setter(raw_tensor)]
+    fn set_raw_tensor(&self, raw: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let value = match raw.filter(|r| !r.is_none()) {
+            Some(r) => Some(self.value_from(r)?),
+            None => None,
+        };
+        // A leaf that gradients flow to (a parameter) keeps its identity: the
+        // new values go into it, as `assign` does.
+        let leaf = self
+            .read()
+            .value
+            .clone()
+            .filter(|v| v.var().requires_grad() && v.var().is_leaf());
+        if let (Some(leaf), Some(new)) = (&leaf, &value) {
+            if leaf.sizes() == new.sizes() && new.dtype() == RfDType::Float32 {
+                let host = new.to_host().map_err(to_py_err)?;
+                return leaf.var().set_value(host).map_err(to_py_err);
+            }
+        }
+        self.set_value(value)
+    }
+
+    /// A template with this tensor's name, dims, dtype, sparse and feature dim.
+    ///
+    /// :param str | None name: another name
+    /// :param str | None dtype: another dtype
+    /// :rtype: Tensor
+    #[pyo3(signature = (name = None, *, dtype = None))]
+    fn copy_template(&self, name: Option<String>, dtype: Option<&str>) -> PyResult<PyTensor> {
+        let c = self.read();
+        let mut meta = c.meta.clone();
+        if let Some(dtype) = dtype {
+            meta.dtype = RfDType::parse(dtype).map_err(to_py_err)?;
+            if !meta.dtype.is_int() {
+                meta.sparse_dim = None;
+            }
+        }
+        Ok(PyTensor::template(
+            name.or_else(|| c.name.clone()),
+            meta,
+            None,
+        ))
     }
 
     /// The same values with the axes in the order of ``dims``.
@@ -211,28 +624,38 @@ impl PyTensor {
     /// :param Sequence[Dim] dims: all of this tensor's dims, in the new order
     /// :rtype: Tensor
     fn copy_transpose(&self, py: Python<'_>, dims: Vec<PyRef<'_, PyDim>>) -> PyResult<PyTensor> {
-        let (t, dims) = (self.0.clone(), dims_of(&dims));
+        let (t, dims) = (self.value()?, dims_of(&dims));
         py.detach(move || t.copy_transpose(&dims))
-            .map(PyTensor)
+            .map(PyTensor::from)
             .map_err(to_py_err)
     }
 
     fn __repr__(&self) -> String {
-        format!("{:?}", self.0)
+        let c = self.read();
+        match (&c.value, &c.name) {
+            (Some(v), None) => format!("{v:?}"),
+            (Some(v), Some(n)) => format!("Tensor({n:?}, {}, {})", fmt_dims(v.dims()), v.dtype()),
+            (None, n) => format!(
+                "Tensor({:?}, {}, {}, template)",
+                n.as_deref().unwrap_or("tensor"),
+                fmt_dims(&c.meta.dims),
+                c.meta.dtype
+            ),
+        }
     }
 
     /// The truth value of a one-element tensor, as in numpy and PyTorch. A
     /// tensor of several values has none: `if x > 1:` must not be always true.
     fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
-        let count: usize = self.0.sizes().iter().product();
+        let t = self.value()?;
+        let count: usize = t.sizes().iter().product();
         if count != 1 {
             return Err(PyValueError::new_err(format!(
                 "the truth value of a tensor of {count} values {} is ambiguous; \
                  reduce it first (rf.reduce_max, rf.reduce_min)",
-                fmt_dims(self.0.dims())
+                fmt_dims(t.dims())
             )));
         }
-        let t = self.0.clone();
         let host = py.detach(move || t.to_host()).map_err(to_py_err)?;
         let truth = match host.dtype() {
             DType::I32 => host.as_slice::<i32>().map(|v| v[0] != 0),
@@ -243,35 +666,35 @@ impl PyTensor {
     }
 
     fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Add, other, false)
+        binary(py, &self.value()?, BinaryOp::Add, other, false)
     }
 
     fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Add, other, true)
+        binary(py, &self.value()?, BinaryOp::Add, other, true)
     }
 
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Sub, other, false)
+        binary(py, &self.value()?, BinaryOp::Sub, other, false)
     }
 
     fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Sub, other, true)
+        binary(py, &self.value()?, BinaryOp::Sub, other, true)
     }
 
     fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Mul, other, false)
+        binary(py, &self.value()?, BinaryOp::Mul, other, false)
     }
 
     fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Mul, other, true)
+        binary(py, &self.value()?, BinaryOp::Mul, other, true)
     }
 
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Div, other, false)
+        binary(py, &self.value()?, BinaryOp::Div, other, false)
     }
 
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Div, other, true)
+        binary(py, &self.value()?, BinaryOp::Div, other, true)
     }
 
     fn __pow__(
@@ -280,7 +703,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Pow, other, false)
+        binary(py, &self.value()?, BinaryOp::Pow, other, false)
     }
 
     fn __rpow__(
@@ -289,14 +712,78 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        binary(py, &self.0, BinaryOp::Pow, other, true)
+        binary(py, &self.value()?, BinaryOp::Pow, other, true)
     }
 
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        let t = self.0.clone();
+        let t = self.value()?;
         py.detach(move || verjus::rf::activation(&t, UnaryOp::Neg))
-            .map(PyTensor)
+            .map(PyTensor::from)
             .map_err(to_py_err)
+    }
+
+    fn __or__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__or__")?.call1((other,))
+    }
+
+    fn __ror__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__ror__")?.call1((other,))
+    }
+
+    fn __and__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__and__")?.call1((other,))
+    }
+
+    fn __rand__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__rand__")?.call1((other,))
+    }
+
+    fn __invert__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__invert__")?.call0()
+    }
+
+    fn __mod__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__mod__")?.call1((other,))
+    }
+
+    fn __rmod__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__rmod__")?.call1((other,))
+    }
+
+    fn __floordiv__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__floordiv__")?.call1((other,))
+    }
+
+    fn __rfloordiv__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__rfloordiv__")?.call1((other,))
+    }
+
+    fn __abs__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__abs__")?.call0()
     }
 
     fn __richcmp__(
@@ -313,6 +800,6 @@ impl PyTensor {
             CompareOp::Gt => BinaryOp::Gt,
             CompareOp::Ge => BinaryOp::Ge,
         };
-        binary(py, &self.0, op, other, false)
+        binary(py, &self.value()?, op, other, false)
     }
 }

@@ -26,7 +26,7 @@ fn parse_padding(op: &str, obj: &Bound<'_, PyAny>) -> PyResult<Padding> {
 
 fn pair(r: verjus::Result<(rf::RfTensor, Vec<Dim>)>) -> PyResult<(PyTensor, Vec<PyDim>)> {
     let (t, d) = r.map_err(to_py_err)?;
-    Ok((PyTensor(t), d.into_iter().map(PyDim).collect()))
+    Ok((PyTensor::from(t), d.into_iter().map(PyDim).collect()))
 }
 
 /// Slicing along one dim: ``source[start:end:step]`` along ``axis``, or
@@ -81,14 +81,14 @@ pub(super) fn rf_slice(
         size,
     };
     let (x, axis, out_dim) = (
-        source.0.clone(),
+        source.value()?,
         axis.0.clone(),
         out_dim.map(|d| d.0.clone()),
     );
     let (t, d) = py
         .detach(move || rf::slice(&x, &axis, &range, out_dim))
         .map_err(to_py_err)?;
-    Ok((PyTensor(t), PyDim(d)))
+    Ok((PyTensor::from(t), PyDim(d)))
 }
 
 /// ``source`` cut along ``axis`` into consecutive parts over ``out_dims``
@@ -108,11 +108,11 @@ pub(super) fn rf_split(
     axis: PyRef<'_, PyDim>,
     out_dims: Vec<PyRef<'_, PyDim>>,
 ) -> PyResult<Vec<PyTensor>> {
-    let (x, axis, out_dims) = (source.0.clone(), axis.0.clone(), dims(&out_dims));
+    let (x, axis, out_dims) = (source.value()?, axis.0.clone(), dims(&out_dims));
     let parts = py
         .detach(move || rf::split(&x, &axis, &out_dims))
         .map_err(to_py_err)?;
-    Ok(parts.into_iter().map(PyTensor).collect())
+    Ok(parts.into_iter().map(PyTensor::from).collect())
 }
 
 /// 1-D or 2-D convolution over ``in_spatial_dims``, ``in_dim`` to ``out_dim``
@@ -167,7 +167,7 @@ pub(super) fn rf_conv(
         out_dim: out_dim.0.clone(),
         in_spatial_dims: dims(&in_spatial_dims),
         out_spatial_dims: out_spatial_dims.map(|o| dims(&o)),
-        filter: filter.0.clone(),
+        filter: filter.value()?,
         filter_size,
         window: Window {
             size,
@@ -176,9 +176,9 @@ pub(super) fn rf_conv(
             padding: parse_padding("conv", padding)?,
         },
         groups,
-        bias: bias.map(|b| b.0.clone()),
+        bias: bias.map(|b| b.value()).transpose()?,
     };
-    let x = source.0.clone();
+    let x = source.value()?;
     pair(py.detach(move || rf::conv(&x, &args)))
 }
 
@@ -223,7 +223,7 @@ pub(super) fn rf_pool(
         dilation: dilation_rate,
         padding: parse_padding("pool", padding)?,
     };
-    let (x, spatial) = (source.0.clone(), dims(&in_spatial_dims));
+    let (x, spatial) = (source.value()?, dims(&in_spatial_dims));
     let out = out_spatial_dims.map(|o| dims(&o));
     pair(py.detach(move || rf::pool(&x, kind, &window, &spatial, out)))
 }

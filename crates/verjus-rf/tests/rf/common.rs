@@ -209,7 +209,7 @@ pub fn gradcheck(
 /// static size for every entry.
 pub fn dim_lengths(dim: &Dim, n: usize) -> Vec<usize> {
     match dim.lengths() {
-        Some(l) => vals(l).iter().map(|&v| v as usize).collect(),
+        Some(l) => vals(&l).iter().map(|&v| v as usize).collect(),
         None => vec![dim.size().unwrap(); n],
     }
 }

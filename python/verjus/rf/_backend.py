@@ -1,0 +1,21 @@
+"""What RETURNN code imports from ``returnn.frontend._backend``, on verjus.
+
+RETURNN dispatches every op through a ``Backend`` class per framework; verjus
+has one backend, its native ops, so ``Backend`` here only names them for code
+that refers to backend functions (RETURNN's tests trace
+``Backend.scaled_dot_product_attention``), and ``global_backend`` is it.
+"""
+
+from __future__ import annotations
+
+from verjus.rf.attention import dot_attention
+
+
+class Backend:
+    """The verjus backend: its ops are the functions of ``verjus.rf``."""
+
+    name = "verjus"
+    scaled_dot_product_attention = staticmethod(dot_attention)
+
+
+global_backend = Backend()

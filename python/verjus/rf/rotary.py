@@ -1,0 +1,138 @@
+"""Self-attention with rotary positional encoding (RoPE, Su et al. 2021), after
+RETURNN's ``returnn/frontend/attention.py``: ``RotaryPosSelfAttention`` and
+``RotaryPosCausalSelfAttention``, with RETURNN's arguments and parameter names
+(``qkv``, ``proj``: those of ``SelfAttention``), so state dicts load by name.
+
+The queries and keys are rotated per head before the dot product: feature
+pairs ``(x[2i], x[2i + 1])`` are turned by the angle ``p * d_i`` of their
+position ``p``, with the angles of RETURNN's
+``sinusoidal_positional_encoding`` (``base = 10000 ** (1 - 2 / D)``, ``D`` the
+key dim per head, which gives the usual RoPE frequencies ``10000 ** (-2 i / D)``).
+The rotation is composed of rf ops (``split_dims``, products with the constant
+``sin`` / ``cos`` tables, ``concat``, ``merge_dims``), so it is on the tape;
+the attention is ``dot_attention`` as in the base classes.
+"""
+
+from __future__ import annotations
+
+from verjus._verjus import Dim, Tensor
+from verjus.rf.attention import CausalSelfAttention, CausalSelfAttentionState, SelfAttention
+from verjus.rf.positional_encoding import sinusoidal_positional_encoding
+
+__all__ = ["RotaryPosCausalSelfAttention", "RotaryPosSelfAttention"]
+
+
+def _rope_table(spatial_dim: Dim, feat_dim: Dim) -> Tensor:
+    """The ``sin`` / ``cos`` halves RoPE uses for the positions of ``spatial_dim``."""
+    return sinusoidal_positional_encoding(
+        spatial_dim=spatial_dim,
+        feat_dim=feat_dim,
+        base=10_000 ** (1 - 2 / feat_dim.dimension),
+    )
+
+
+def _apply_rope(x: Tensor, pos_enc: Tensor, feat_dim: Dim) -> Tensor:
+    """RoPE of ``x`` along ``feat_dim`` (RETURNN's ``_apply_rope``): each pair
+    ``(x[2i], x[2i + 1])``, read as the complex number ``re + i im``, is
+    multiplied by ``cos + i sin`` of ``pos_enc`` (``sin`` in the first half of
+    ``feat_dim``, ``cos`` in the second).
+
+    :param x: ``{..., feat_dim}`` (with the positions' dims, e.g. time)
+    :param pos_enc: ``{..., feat_dim}``, as ``sinusoidal_positional_encoding``
+    :param feat_dim: static, even
+    :return: ``x`` rotated, over ``x``'s dims (plus ``pos_enc``'s other dims)
+    """
+    from verjus import rf
+
+    if feat_dim not in x.dims or feat_dim not in pos_enc.dims:
+        raise ValueError(
+            f"apply_rope: feat_dim {feat_dim.name} must be a dim of x "
+            f"{[d.name for d in x.dims]} and of pos_enc {[d.name for d in pos_enc.dims]}"
+        )
+    half = feat_dim.div_left(2)
+    sin, cos = rf.split(pos_enc, axis=feat_dim, out_dims=[half, half])
+    pair = Dim(2, name="complex")
+    pairs = rf.split_dims(x, axis=feat_dim, dims=(half, pair))
+    re = rf.gather(pairs, indices=0, axis=pair)
+    im = rf.gather(pairs, indices=1, axis=pair)
+    one_re, one_im = Dim(1, name="re"), Dim(1, name="im")
+    rotated, _ = rf.concat(
+        (rf.expand_dim(re * cos - im * sin, one_re), one_re),
+        (rf.expand_dim(re * sin + im * cos, one_im), one_im),
+        out_dim=pair,
+    )
+    out, _ = rf.merge_dims(rotated, dims=(half, pair), out_dim=feat_dim)
+    return out
+
+
+class RotaryPosSelfAttention(SelfAttention):
+    """Self-attention with RoPE on queries and keys (RETURNN's); the same
+    options and parameters as ``SelfAttention``."""
+
+    def __call__(self, source: Tensor, *, axis: Dim) -> Tensor:
+        """Every frame attends over all frames of ``axis`` (padded ones
+        excluded), queries and keys rotated by their positions.
+
+        :return: over ``source``'s dims with ``out_dim`` for ``in_dim``
+        """
+        q, k, v = self.forward_qkv(source)
+        pos_enc = _rope_table(axis, self.key_dim_per_head)
+        q = _apply_rope(q, pos_enc, self.key_dim_per_head)
+        k = _apply_rope(k, pos_enc, self.key_dim_per_head)
+        return self.attention(q, k, v, kv_axis=axis)
+
+
+class RotaryPosCausalSelfAttention(CausalSelfAttention):
+    """Causal self-attention with RoPE (RETURNN's): over a whole sequence or
+    step by step with ``axis=rf.single_step_dim``. The state keeps the keys
+    before the rotation (as RETURNN's), which are rotated anew in every step."""
+
+    def __call__(
+        self, source: Tensor, axis: Dim, *, state: CausalSelfAttentionState | None = None
+    ) -> tuple[Tensor, CausalSelfAttentionState]:
+        """Over a sequence (``state`` None or empty) or one step (this frame's
+        key and value appended to the state's; the query is rotated by its
+        position, the last of the history).
+
+        :return: the output and the new state
+        """
+        from verjus import rf
+
+        feat = self.key_dim_per_head
+        q, k, v = self.forward_qkv(source)
+        if axis != rf.single_step_dim:
+            if state is not None and (state.accum_axis.dimension or 0) != 0:
+                raise NotImplementedError(
+                    "RotaryPosCausalSelfAttention: a sequence after a non-empty state is not"
+                    " supported; step with axis=rf.single_step_dim"
+                )
+            pos_enc = _rope_table(axis, feat)
+            att = self.attention(
+                _apply_rope(q, pos_enc, feat),
+                _apply_rope(k, pos_enc, feat),
+                v,
+                kv_axis=axis,
+                causal=axis,
+            )
+            return att, CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=axis)
+        if state is None:
+            raise ValueError(f"{type(self).__name__}: a single step needs state")
+        k, hist = rf.cum_concat_step(k, prev_accum=state.k_accum, axis=state.accum_axis)
+        v, _ = rf.cum_concat_step(
+            v, prev_accum=state.v_accum, axis=state.accum_axis, out_spatial_dim=hist
+        )
+        new_state = CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=hist)
+        pos_enc = _rope_table(hist, feat)
+        last = _last_position(hist)
+        q = _apply_rope(q, rf.gather(pos_enc, indices=last, axis=hist), feat)
+        k = _apply_rope(k, pos_enc, feat)
+        return self.attention(q, k, v, kv_axis=hist), new_state
+
+
+def _last_position(dim: Dim) -> Tensor | int:
+    """The position of the last frame of ``dim`` (per sequence for a dynamic dim)."""
+    from verjus import rf
+
+    if dim.dyn_size_ext is None:
+        return dim.dimension - 1
+    return rf.cast(dim.dyn_size_ext, "int32") - 1
