@@ -37,6 +37,8 @@ trap on_exit EXIT
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 # Python packages the build, the tests and the main job use (pinned, from PyPI).
+# RETURNN (pure Python; tests/test_returnn_rf_suite.py runs its rf tests on verjus).
+RETURNN_PACKAGE=returnn==1.20261022.211313
 # NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(

@@ -46,6 +46,9 @@ maturin develop --release
 step "fortunes texts (for the text-data tests; they skip without them)"
 ensure_fortunes || true
 
+step "RETURNN's pure-Python package (RETURNN's own rf tests, run on verjus, import returnn.util)"
+pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE"
+
 step "pytest"
 pytest tests -q
 

@@ -576,8 +576,19 @@ class Dim:
       lengths (or their template), or None
     :param str | None name: the name, for messages (default: the lengths'
       name, else ``"unnamed"``)
+    :param str | None description: RETURNN's older name for ``name``
+    :param Tensor | None dyn_size_ext: the lengths, instead of ``dimension``
+    :param Any vocab: the vocabulary of a class dim (kept as ``dim.vocab``)
     """
-    def __init__(self, dimension: int | Tensor | None, *, name: str | None = None) -> None: ...
+    def __init__(
+        self,
+        dimension: int | Tensor | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        dyn_size_ext: Tensor | None = None,
+        vocab: Any = None,
+    ) -> None: ...
     @property
     def axis_size(self) -> int | None:
         """The axis size of tensors with this dim now: the static size, the
@@ -615,6 +626,13 @@ class Dim:
         longest sequence; None when unknown.
 
         :rtype: int | None
+        """
+    @property
+    def vocab(self) -> Any:
+        """The vocabulary of a class dim (RETURNN's ``Dim(..., vocab=)``), kept
+        with the dim; None if none was given.
+
+        :rtype: Any
         """
     def __add__(self, other: Dim | int) -> Dim: ...
     def __radd__(self, other: Dim | int) -> Dim: ...

@@ -12,13 +12,23 @@ whose ``raw_tensor`` s are numpy arrays, as RETURNN's are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import unittest
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 import verjus.rf as rf
 from verjus.rf import Dim, Tensor, TensorDict, batch_dim
+
+
+@contextlib.contextmanager
+def tf_scope() -> Iterator[None]:
+    """RETURNN's TensorFlow session scope: tests that need it compare with
+    TensorFlow, which does not apply to verjus, so they are skipped."""
+    raise unittest.SkipTest("needs TensorFlow (RETURNN's TF backend): not applicable on verjus")
+    yield
 
 
 class RunModelException(Exception):  # noqa: N818 (RETURNN's name)
@@ -110,6 +120,9 @@ def run_model_torch_train(
     extern_data.fill_random_(
         dyn_dim_max_sizes=dyn_dim_max_sizes, dyn_dim_min_sizes=dyn_dim_min_sizes
     )
+    for value in extern_data.data.values():
+        if value.dtype == "float32":
+            value.requires_grad = True  # as RETURNN's: the inputs' gradients are tested too
     model = get_model(epoch=1, step=0)
     rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
     train_step(model=model, extern_data=extern_data)

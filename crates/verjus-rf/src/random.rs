@@ -31,7 +31,7 @@ fn sizes_of(op: &str, dims: &[Dim]) -> Result<Shape> {
     let sizes = dims
         .iter()
         .map(|d| {
-            d.size()
+            d.size_or_seen()
                 .ok_or_else(|| Error::invalid(op, format!("dim {d} has no known size")))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -32,7 +32,7 @@ pub(crate) fn by_sequence(
         let raw_size = t.sizes()[t.axis("concat", d)?];
         let len = match d.lengths() {
             Some(l) => l.clone(),
-            None => int_scalar(raw_size as i64, be)?,
+            None => int_scalar(raw_size, be)?,
         };
         let last = cums.last().cloned().unwrap_or(len.clone());
         cums.push(combine(&last, BinaryOp::Add, &len, true)?);
@@ -70,7 +70,10 @@ pub(crate) fn by_sequence(
     Ok((out, out_dim))
 }
 
-fn int_scalar(v: i64, be: &BackendRef) -> Result<RfTensor> {
+/// An int32 scalar: lengths are int32, as the dims made from data have them.
+fn int_scalar(v: usize, be: &BackendRef) -> Result<RfTensor> {
+    let v = i32::try_from(v)
+        .map_err(|_| Error::invalid("concat", format!("length {v} overflows int32")))?;
     let value = Tensor::from_vec(Vec::new(), vec![v])?;
     RfTensor::from_tensor(value, Vec::new(), None, be.clone(), false)
 }

@@ -171,7 +171,7 @@ pub fn split_dims(source: &RfTensor, axis: &Dim, dims: &[Dim]) -> Result<RfTenso
     let sizes: Vec<usize> = dims
         .iter()
         .map(|d| {
-            d.size()
+            d.size_or_seen()
                 .ok_or_else(|| Error::invalid("split_dims", format!("dim {d} has no known size")))
         })
         .collect::<Result<_>>()?;

@@ -348,14 +348,16 @@ def _convert(
     return _verjus.rf_from_numpy(array, list(dims), dtype, requires_grad, sparse_dim, feature_dim)
 
 
-def zeros(dims: Sequence[Dim], *, dtype: str | None = None) -> Tensor:
-    """Zeros over ``dims`` (all of known size)."""
-    return _verjus.rf_full(dims=dims, fill_value=0.0, dtype=dtype)
+def zeros(dims: Sequence[Dim], *, dtype: str | None = None, device: str | None = None) -> Tensor:
+    """Zeros over ``dims`` (all of known size), on ``device`` (default: the default device)."""
+    with _backend_selection.set_default_device_ctx(device):
+        return _verjus.rf_full(dims=dims, fill_value=0.0, dtype=dtype)
 
 
-def ones(dims: Sequence[Dim], *, dtype: str | None = None) -> Tensor:
-    """Ones over ``dims`` (all of known size)."""
-    return _verjus.rf_full(dims=dims, fill_value=1.0, dtype=dtype)
+def ones(dims: Sequence[Dim], *, dtype: str | None = None, device: str | None = None) -> Tensor:
+    """Ones over ``dims`` (all of known size), on ``device`` (default: the default device)."""
+    with _backend_selection.set_default_device_ctx(device):
+        return _verjus.rf_full(dims=dims, fill_value=1.0, dtype=dtype)
 
 
 def zeros_like(other: Tensor) -> Tensor:
@@ -376,8 +378,11 @@ def dropout(
     on_forward: bool = False,
 ) -> Tensor:
     """Inverted dropout in training (``get_run_ctx().train_flag``), or always with
-    ``on_forward``; with ``axis`` the mask varies over those dims only."""
-    train = on_forward or get_run_ctx().train_flag
+    ``on_forward``; with ``axis`` the mask varies over those dims only. Outside
+    training, ``source`` itself is returned."""
+    train = on_forward or get_run_ctx().is_train_flag_enabled(func=dropout)
+    if not train:
+        return source
     return _verjus.rf_dropout(source, drop_prob, axis, train)
 
 
@@ -678,3 +683,42 @@ from verjus.rf.control_flow import assert_, cond  # noqa: E402
 from verjus.rf.device import copy_to_device, set_requires_gradient  # noqa: E402
 
 __all__ += ["assert_", "cond", "copy_to_device", "set_requires_gradient"]
+
+# Further RETURNN names (verjus.rf.build_from_dict, .ctc, .random_extra,
+# .transposed_conv); ctc_loss, random_uniform and random_normal wrap the native ones
+# with RETURNN's broadcasting and options (their names are in __all__ from rf_exports).
+from verjus.rf.build_from_dict import build_dict  # noqa: E402
+from verjus.rf.ctc import (  # noqa: E402
+    ctc_best_path,
+    ctc_durations_from_path,
+    ctc_no_label_loop_blank_durations_from_path,
+)
+from verjus.rf.ctc import ctc_loss as ctc_loss  # noqa: E402
+from verjus.rf.random_extra import random_normal as random_normal  # noqa: E402
+from verjus.rf.random_extra import random_uniform as random_uniform  # noqa: E402
+from verjus.rf.transposed_conv import (  # noqa: E402
+    TransposedConv1d,
+    TransposedConv2d,
+    transposed_conv,
+)
+
+__all__ += [
+    "TransposedConv1d",
+    "TransposedConv2d",
+    "build_dict",
+    "ctc_best_path",
+    "ctc_durations_from_path",
+    "ctc_no_label_loop_blank_durations_from_path",
+    "transposed_conv",
+]
+
+# RETURNN-signature wrappers of native ops: ``pad`` with a Tensor value, ``slice`` with
+# Tensor positions, ``sequence_mask`` with ``device`` (verjus.rf.pad, .slicing,
+# .sequence_mask; their names are in ``__all__`` already, from ``rf_exports``), and ops
+# over nested structures of Tensors and Dims (verjus.rf.nested, as ``rf.nested``).
+from verjus.rf import nested  # noqa: E402
+from verjus.rf.pad import pad  # noqa: E402, F401
+from verjus.rf.sequence_mask import sequence_mask  # noqa: E402, F401
+from verjus.rf.slicing import slice  # noqa: E402, F401
+
+__all__ += ["nested"]

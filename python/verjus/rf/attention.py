@@ -50,7 +50,8 @@ def dot_attention(
     """Attention over ``axis`` of ``keys``/``values`` for ``query``, as RETURNN's
     ``rf.dot_attention``: ``softmax_axis(scale * query . keys) . values``.
 
-    Dims shared by all three are batch dims (heads included). Keys of padded
+    Dims shared by all three are batch dims (heads included); the keys' dims
+    that the query lacks are broadcast over (RETURNN's). Keys of padded
     frames of a dynamic ``axis`` never get weight. ``axis`` in the query means
     self-attention (every query frame attends over all key frames).
 
@@ -67,6 +68,12 @@ def dot_attention(
     :param scale: default ``key_dim ** -0.5``
     :return: like ``values`` without ``axis``, with the query's other dims
     """
+    # Dims only the keys have (e.g. a batch dim of a flat query) are broadcast over.
+    keys_only = [d for d in keys.dims if d not in query.dims and d not in (axis, key_dim)]
+    if keys_only:
+        from verjus.rf.shape_ops import expand_dims
+
+        query = expand_dims(query, keys_only)
     if att_dropout and get_run_ctx().train_flag:
         broadcast = bool(att_dropout_broadcast)
         return _unfused(

@@ -17,7 +17,7 @@ import importlib
 from types import BuiltinFunctionType, FunctionType
 from typing import Any
 
-__all__ = ["NotSpecified", "build_from_dict"]
+__all__ = ["NotSpecified", "build_dict", "build_from_dict"]
 
 _PREFIXES = ("rf", "returnn.frontend")
 
@@ -50,6 +50,30 @@ def build_from_dict(d: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
     if not isinstance(cls, type):
         raise ValueError(f"build_from_dict: expected a class, got {cls!r}")
     return cls(*args, **d, **kwargs)
+
+
+def build_dict(cls: Any, **kwargs: Any) -> dict[str, Any]:
+    """The dict that :func:`build_from_dict` turns back into ``cls`` (with
+    ``kwargs`` as its options): ``{"class": name, **kwargs}``.
+
+    The name is ``"rf.Name"`` when ``verjus.rf.Name`` is ``cls`` (so the dict
+    stays the same when the class moves within ``rf``), else the class's
+    ``module.Name``.
+
+    :param cls: a class or a function
+    :param kwargs: its options (serializable values)
+    :return: the dict
+    """
+    if not isinstance(cls, (type, FunctionType, BuiltinFunctionType)):
+        raise TypeError(f"build_dict: expected a class or function, got {cls!r}")
+    import verjus.rf as rf
+
+    # Native ops have their own __name__ (``rf_relu``); their rf name is where they are bound.
+    names = [cls.__name__] + [k for k, v in vars(rf).items() if v is cls and not k.startswith("_")]
+    for name in names:
+        if getattr(rf, name, None) is cls:
+            return {"class": f"rf.{name}", **kwargs}
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", **kwargs}
 
 
 def _get_cls(name: str) -> Any:

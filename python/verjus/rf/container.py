@@ -31,7 +31,8 @@ def _as_module(obj: Module | Callable[..., Any]) -> Module:
 class ModuleList(Module):
     """Modules in order: ``ModuleList(m1, m2)``, ``ModuleList([m1, m2])`` or
     ``ModuleList({"enc": m1, "dec": m2})``; ``append``, ``extend``, ``len``,
-    iteration, indexing (a slice gives a ModuleList with the same names)."""
+    iteration, indexing (a slice gives a ModuleList with the same names), item
+    and slice assignment and ``del``."""
 
     def __init__(self, *modules: Any) -> None:
         single = modules[0] if len(modules) == 1 else None
@@ -76,9 +77,33 @@ class ModuleList(Module):
             return type(self)(dict(items))
         return list(self._modules().values())[idx]
 
-    def __setitem__(self, idx: int, module: Module | Callable[..., Any]) -> None:
-        key = list(self._modules())[idx]
-        setattr(self, key, _as_module(module))
+    def __setitem__(self, idx: int | slice, module: Any) -> None:
+        """``self[i] = m`` replaces one entry; ``self[a:b] = modules`` replaces that
+        range by any number of modules (numbered entries after it are renumbered)."""
+        if not isinstance(idx, slice):
+            key = list(self._modules())[idx]
+            setattr(self, key, _as_module(module))
+            return
+        items = list(self._modules().items())
+        if idx.step not in (None, 1):
+            raise ValueError(f"rf.ModuleList: slice assignment needs step 1, got {idx.step}")
+        start, stop, _ = idx.indices(len(items))
+        stop = max(stop, start)
+        for key, _ in items[start:]:  # re-added below, in order
+            delattr(self, key)
+        tail = [_as_module(m) for m in module] + [m for _, m in items[stop:]]
+        keys = [k for k, _ in items[stop:]]
+        for i, mod in enumerate(tail):
+            j = i - (len(tail) - len(keys))
+            key = keys[j] if j >= 0 and not keys[j].isdigit() else str(start + i)
+            setattr(self, key, mod)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        """Removes one entry or a range (numbered entries after it are renumbered)."""
+        if not isinstance(idx, slice):
+            idx = range(len(self))[idx]  # a negative index from the end; IndexError if out
+            idx = slice(idx, idx + 1)
+        self[idx] = []
 
     __call__ = Module.__call__  # a list has no call of its own
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_conv as _conv
+from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus._verjus import rf_pool as _pool
 from verjus.rf import init
 from verjus.rf.module import Module, Parameter
@@ -289,6 +290,11 @@ class _Conv(Module):
                 name = type(self).__name__
                 raise ValueError(f"{name}: in_dim {in_dim.name} not divisible by groups {groups}")
             filter_in = Dim(in_dim.dimension // groups, name=f"{in_dim.name}/groups")
+        elif in_dim == out_dim:
+            # A tensor cannot have a dim twice: the filter's input side is a copy of
+            # in_dim (RETURNN's copy with another match priority), and the source's
+            # in_dim is put on it before the convolution.
+            filter_in = Dim(in_dim.dimension, name=f"{in_dim.name}:in")
         self.filter_in_dim = filter_in
         self.filter = Parameter([out_dim, filter_in, *self.filter_size], initial=init.Glorot())
         self.with_bias = with_bias
@@ -297,9 +303,17 @@ class _Conv(Module):
     def _conv(
         self, source: Tensor, in_spatial_dims: Sequence[Dim], out_spatial_dims: Sequence[Dim] | None
     ) -> tuple[Tensor, list[Dim]]:
+        in_dim = self.in_dim
+        if self.in_dim == self.out_dim and (self.groups or 1) == 1:
+            if in_dim not in source.dims:
+                raise ValueError(
+                    f"{type(self).__name__}: source {list(source.dims)} lacks in_dim {in_dim}"
+                )
+            source, _ = _merge_dims(source, dims=[in_dim], out_dim=self.filter_in_dim)
+            in_dim = self.filter_in_dim
         return conv(
             source,
-            in_dim=self.in_dim,
+            in_dim=in_dim,
             out_dim=self.out_dim,
             in_spatial_dims=in_spatial_dims,
             out_spatial_dims=out_spatial_dims,

@@ -41,7 +41,9 @@ class Dropout(Module):
 
     def __call__(self, source: Tensor) -> Tensor:
         """``source`` with dropout applied (in training or ``on_forward``)."""
-        train = self.on_forward or get_run_ctx().train_flag
+        import verjus.rf as rf
+
+        train = self.on_forward or get_run_ctx().is_train_flag_enabled(func=rf.dropout)
         return _dropout(source, self.drop_prob, self.axis, train)
 
 

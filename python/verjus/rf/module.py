@@ -172,7 +172,8 @@ class Linear(Module):
     ``in_dim`` may be ``out_dim`` (a square map, as the Conformer's): a tensor
     cannot have a dim twice, so the weight's second dim is then a copy of it
     (RETURNN's copy with another match priority), the product over the copy is
-    put back on ``out_dim``, and the weight's shape is RETURNN's."""
+    put back on ``out_dim``, and the weight's shape is RETURNN's. The result's
+    ``feature_dim`` is ``out_dim``."""
 
     def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
         self.in_dim, self.out_dim, self.with_bias = in_dim, out_dim, with_bias
@@ -190,7 +191,10 @@ class Linear(Module):
         out = _matmul(source, self.weight, reduce=self.in_dim)
         if self._weight_out_dim != self.out_dim:
             out, _ = _merge_dims(out, dims=[self._weight_out_dim], out_dim=self.out_dim)
-        return out + self.bias if self.bias is not None else out
+        if self.bias is not None:
+            out = out + self.bias
+        out.feature_dim = self.out_dim  # as RETURNN's
+        return out
 
 
 class Embedding(Module):
@@ -210,4 +214,6 @@ class Embedding(Module):
                 f"rf.Embedding: indices have sparse_dim {source.sparse_dim}, "
                 f"expected in_dim {self.in_dim.name}"
             )
-        return _gather(self.weight, indices=source, axis=self.in_dim)
+        out = _gather(self.weight, indices=source, axis=self.in_dim)
+        out.feature_dim = self.out_dim  # as RETURNN's
+        return out

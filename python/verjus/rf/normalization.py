@@ -67,6 +67,8 @@ def moments(
     *,
     use_mask: bool = True,
     correction: float = 0,
+    distributed: bool = False,
+    compute_dtype: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Mean and variance of ``x`` over ``axis`` (padding of dynamic dims masked
     with ``use_mask``).
@@ -77,8 +79,15 @@ def moments(
     :param correction: the variance is ``sum((x - mean)**2) / (n - correction)``;
         0 (default) is the biased estimate, 1 Bessel's correction (only without
         dynamic dims among ``axis``, where ``n`` is one number)
+    :param distributed: statistics over all workers' batches (RETURNN's, with a
+        process group); verjus runs one worker, whose statistics these are
+    :param compute_dtype: the dtype of the statistics: None or ``"float32"``
+        (verjus's float dtype)
     :return: ``(mean, variance)``, each ``x``'s dims without ``axis``
     """
+    del distributed  # one worker: the local statistics are the global ones
+    if compute_dtype not in (None, "float32"):
+        raise ValueError(f"moments: compute_dtype must be None or 'float32', got {compute_dtype!r}")
     axes = _check_axis("moments", x, axis)
     mean = _reduce_mean(x, axis=axes, use_mask=use_mask)
     variance = _reduce_mean(_square(x - _stop_gradient(mean)), axis=axes, use_mask=use_mask)
@@ -267,7 +276,8 @@ class BatchNorm(Module):
     :param use_mask: leave the padding of dynamic dims out of the statistics
         (None: True, as RETURNN's default); False gives PyTorch's statistics
         over every frame, padding included
-    :param distributed: only None or False (one process)
+    :param distributed: statistics over all workers' batches (RETURNN's); verjus
+        runs one worker, so they are its own
     """
 
     def __init__(
@@ -283,9 +293,8 @@ class BatchNorm(Module):
     ):
         if not isinstance(in_dim, Dim):
             raise TypeError(f"BatchNorm: in_dim must be a Dim, got {type(in_dim).__name__}")
-        if distributed:
-            raise ValueError("BatchNorm: distributed statistics are not supported")
         self.in_dim = in_dim
+        self.distributed = distributed
         self.use_mask = use_mask
         self.momentum = momentum
         self.eps = eps
@@ -313,7 +322,7 @@ class BatchNorm(Module):
             )
         axes = [d for d in source.dims if d != self.in_dim]
         masked = self.use_mask is not False and any(d.is_dynamic() for d in axes)
-        train = get_run_ctx().train_flag
+        train = get_run_ctx().is_train_flag_enabled(func=BatchNorm.__call__)
         if self.running_mean is None or train:
             mean, variance = moments(source, axis=axes, use_mask=masked)
             if self.running_mean is not None:

@@ -62,11 +62,15 @@ def _flatten(source: Tensor, dims: list[Dim]) -> tuple[Tensor, Dim]:
 
 def _packed_dim(op: str, out_dim: Dim | None, counts: np.ndarray, rows: list[Dim]) -> Dim:
     """The packed dim: static without ``rows``, else dynamic with ``counts`` over
-    them; a given ``out_dim`` must fit (one of unknown size is replaced)."""
+    them; a given ``out_dim`` must fit. One of unknown size is replaced by a new
+    static dim without ``rows``, and with them bound to ``counts`` (as in RETURNN)."""
     if out_dim is None or out_dim.size is None:
         if not rows:
             return Dim(int(counts), name=op)
-        return Dim(host_tensor(counts, rows, "int32"), name=op)
+        if out_dim is None:
+            return Dim(host_tensor(counts, rows, "int32"), name=op)
+        out_dim.dyn_size_ext = host_tensor(counts, rows, "int32")
+        return out_dim
     if not rows:
         if out_dim.dimension != int(counts):
             raise ValueError(f"{op}: out_dim {out_dim!r} must be static of size {int(counts)}")
@@ -89,8 +93,8 @@ def _select(
     packed per entry of ``rows`` into a new dim."""
     for dim in dims:
         if dim not in tensor.dims:
-            if dim.dimension is None:
-                raise ValueError(f"{op}: the tensor lacks the dim {dim.name}, of no static size")
+            if dim.get_dim_value_or_none() is None:
+                raise ValueError(f"{op}: the tensor lacks the dim {dim.name}, of no known size")
             tensor = _expand_dim(tensor, dim)
     grid = mask_np.reshape(int(np.prod(mask_np.shape[: len(rows)])), -1)
     counts = grid.sum(-1)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_combine as _combine
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus.rf.init import ParamInit, ParamInitType
 
@@ -148,6 +149,18 @@ class Parameter(Tensor):
             self.raw_tensor = array.astype(_STORAGE[self.dtype])
             return
         Tensor.assign(self, np.ascontiguousarray(array, dtype=np.float32))
+
+    def assign_add(self, value: Tensor | float) -> None:
+        """Adds ``value`` (a number, or a Tensor over some of the parameter's
+        dims, broadcast over the others) to the values, as ``assign``."""
+        if isinstance(value, Tensor):
+            extra = [d for d in value.dims if d not in self.dims]
+            if extra:
+                theirs = ", ".join(d.name for d in extra)
+                raise ValueError(
+                    f"rf.Parameter.assign_add: value has dims [{theirs}] not in the parameter"
+                )
+        self.assign(_combine(self, "+", value, allow_broadcast_all_sources=True))
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Parameter:
         """A new parameter over the same dims and options, initialized anew by

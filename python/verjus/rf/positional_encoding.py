@@ -122,7 +122,9 @@ def sinusoidal_positional_encoding(
 
     if isinstance(offset, Tensor):
         return make()
-    key = ("abs", spatial_dim, feat_dim, offset, base, _default_device())
+    # The size is in the key: a dynamic dim is bound to new lengths in each step.
+    size = None if single else spatial_dim.size
+    key = ("abs", spatial_dim, size, feat_dim, offset, base, _default_device())
     return _cached(key, make)
 
 
@@ -211,7 +213,15 @@ def relative_positional_encoding(
         indices = np.arange(-(q.size - 1), kv.size) - query_offset
         return _tensor(_sin_cos(indices, div_term), [out_dim, feat_dim], feat_dim), out_dim
 
-    return _cached(("rel", q, kv, feat_dim, query_offset, _default_device()), make)
+    # The sizes (and, for one query step, the keys' lengths) are in the key: a
+    # dynamic dim is bound to new lengths in each step.
+    sizes: tuple[Any, ...] = (kv.size,)
+    if q == _single_step_dim:
+        if kv.dyn_size_ext is not None:
+            sizes += (kv.dyn_size_ext.numpy().tobytes(),)
+    else:
+        sizes += (q.size,)
+    return _cached(("rel", q, kv, sizes, feat_dim, query_offset, _default_device()), make)
 
 
 def make_pos_enc(who: str, pos_enc: Any, feat_dim: Dim) -> Any:

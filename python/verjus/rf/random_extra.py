@@ -1,5 +1,6 @@
-"""RETURNN's random functions beyond the native ``random_uniform`` /
-``random_normal`` (``returnn/frontend/rand.py``): the generic ``random``,
+"""RETURNN's random functions (``returnn/frontend/rand.py``) over the native
+uniform and normal draws: the generic ``random``, ``random_uniform`` /
+``random_normal`` with RETURNN's options (dtype, sparse_dim, ...),
 ``random_truncated_normal``, ``random_choice_with_replacement``,
 ``random_choice_without_replacement``, and the static step-based seeds
 (``reset_step_random_state``, ``get_static_step_based_seed``).
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 
 __all__ = [
@@ -30,7 +32,9 @@ __all__ = [
     "random",
     "random_choice_with_replacement",
     "random_choice_without_replacement",
+    "random_normal",
     "random_truncated_normal",
+    "random_uniform",
     "reset_step_random_state",
 ]
 
@@ -64,7 +68,7 @@ def _number(who: str, name: str, value: float | Tensor | None) -> float | None:
 
 
 def _shape(who: str, dims: Sequence[Dim]) -> tuple[int, ...]:
-    sizes = tuple(d.size for d in dims)
+    sizes = tuple(d.get_dim_value_or_none() for d in dims)
     if any(n is None for n in sizes):
         raise ValueError(f"{who}: all dims need a known size, got {list(dims)}")
     return sizes
@@ -78,23 +82,21 @@ def _from_host(array: np.ndarray, dims: Sequence[Dim], dtype: str, **kwargs: Dim
 
 def _host_uniform(dims: Sequence[Dim], rng: np.random.RandomState | None) -> np.ndarray:
     """Uniform ``[0, 1)`` over ``dims``, from ``rng`` or the rf random stream."""
-    from verjus import rf
 
     shape = _shape("random", dims)
     if rng is not None:
         return rng.random_sample(shape)
     fresh = [Dim(n, name=f"rand{i}") for i, n in enumerate(shape)]
-    return rf.random_uniform(fresh, minval=0.0, maxval=1.0).numpy().astype(np.float64)
+    return _verjus.rf_random_uniform(fresh, minval=0.0, maxval=1.0).numpy().astype(np.float64)
 
 
 def _host_normal(shape: tuple[int, ...], rng: np.random.RandomState | None) -> np.ndarray:
     """Standard normal values of ``shape``, from ``rng`` or the rf random stream."""
-    from verjus import rf
 
     if rng is not None:
         return rng.standard_normal(shape)
     fresh = [Dim(n, name=f"rand{i}") for i, n in enumerate(shape)]
-    return rf.random_normal(fresh).numpy().astype(np.float64)
+    return _verjus.rf_random_normal(fresh).numpy().astype(np.float64)
 
 
 def _truncated_normal(
@@ -180,7 +182,7 @@ def random(
     rng = None
     if static:
         rng = np.random.RandomState(get_static_step_based_seed() if seed is None else seed)
-    dims = list(dims)
+    dims = [dims] if isinstance(dims, Dim) else list(dims)
     bound_ = _number(who, "bound", bound)
     lo, hi = _number(who, "minval", minval), _number(who, "maxval", maxval)
     mu, sigma = _number(who, "mean", mean), _number(who, "stddev", stddev)
@@ -192,12 +194,12 @@ def random(
             ints = np.floor(lo + _host_uniform(dims, rng) * (hi - lo))
             return _from_host(ints, dims, dtype, sparse_dim=sparse_dim, feature_dim=feature_dim)
         if rng is None and feature_dim is None and all(d.size is not None for d in dims):
-            return rf.random_uniform(dims, minval=lo, maxval=hi)
+            return _verjus.rf_random_uniform(dims, minval=lo, maxval=hi)
         values = lo + _host_uniform(dims, rng) * (hi - lo)
     elif distribution == "normal":
         mu, sigma = mu or 0.0, 1.0 if sigma is None else sigma
         if rng is None and feature_dim is None and all(d.size is not None for d in dims):
-            return rf.random_normal(dims, mean=mu, stddev=sigma)
+            return _verjus.rf_random_normal(dims, mean=mu, stddev=sigma)
         values = mu + sigma * _host_normal(_shape(who, dims), rng)
     elif distribution == "truncated_normal":
         mu, sigma = mu or 0.0, 1.0 if sigma is None else sigma
@@ -210,6 +212,93 @@ def random(
             f" got {distribution!r}"
         )
     return _from_host(values, dims, "float32", feature_dim=feature_dim)
+
+
+def random_uniform(
+    dims: Sequence[Dim],
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    sparse_dim: Dim | None = None,
+    feature_dim: Dim | None = None,
+    minval: float | Tensor | None = None,
+    maxval: float | Tensor | None = None,
+    seed: int | Sequence[int] | np.ndarray | None = None,
+    algorithm: str | None = None,
+    explicit_state: Tensor | None = None,
+    auto_update_state: bool | None = None,
+    static: bool | None = None,
+    out: Tensor | None = None,
+    like: Tensor | None = None,
+) -> Tensor:
+    """Uniform values in ``[minval, maxval)``; ``random`` with ``distribution="uniform"``.
+
+    ``dtype`` defaults to the array index dtype with ``sparse_dim``, else float32;
+    ``minval`` to 0 and ``maxval`` to ``sparse_dim``'s size for an integer result
+    with ``sparse_dim`` (any index of it), else 1. Integer results are
+    ``floor(minval + u * (maxval - minval))``."""
+    from verjus import rf
+
+    if dtype is None:
+        dtype = rf.get_default_array_index_dtype() if sparse_dim is not None else "float32"
+    if maxval is None and sparse_dim is not None and dtype.startswith("int"):
+        if sparse_dim.dimension is None:
+            raise ValueError(f"random_uniform: sparse_dim {sparse_dim} needs a static size")
+        maxval = sparse_dim.dimension
+    return random(
+        dims,
+        dtype=dtype,
+        device=device,
+        sparse_dim=sparse_dim,
+        feature_dim=feature_dim,
+        distribution="uniform",
+        minval=0.0 if minval is None else minval,
+        maxval=1.0 if maxval is None else maxval,
+        seed=seed,
+        algorithm=algorithm,
+        explicit_state=explicit_state,
+        auto_update_state=auto_update_state,
+        static=static,
+        out=out,
+        like=like,
+    )
+
+
+def random_normal(
+    dims: Sequence[Dim],
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    sparse_dim: Dim | None = None,
+    feature_dim: Dim | None = None,
+    mean: float | Tensor | None = 0.0,
+    stddev: float | Tensor | None = 1.0,
+    seed: int | Sequence[int] | np.ndarray | None = None,
+    algorithm: str | None = None,
+    explicit_state: Tensor | None = None,
+    auto_update_state: bool | None = None,
+    static: bool | None = None,
+    out: Tensor | None = None,
+    like: Tensor | None = None,
+) -> Tensor:
+    """Normal values of ``mean`` and ``stddev``; ``random`` with ``distribution="normal"``."""
+    return random(
+        dims,
+        dtype=dtype,
+        device=device,
+        sparse_dim=sparse_dim,
+        feature_dim=feature_dim,
+        distribution="normal",
+        mean=mean,
+        stddev=stddev,
+        seed=seed,
+        algorithm=algorithm,
+        explicit_state=explicit_state,
+        auto_update_state=auto_update_state,
+        static=static,
+        out=out,
+        like=like,
+    )
 
 
 def random_truncated_normal(
@@ -260,9 +349,9 @@ def _uniform_tensor(dims: Sequence[Dim], shape: tuple[int, ...]) -> Tensor:
     from verjus import rf
 
     if all(d.size is not None for d in dims):
-        return rf.random_uniform(list(dims), minval=0.0, maxval=1.0)
+        return _verjus.rf_random_uniform(list(dims), minval=0.0, maxval=1.0)
     fresh = [Dim(n, name=f"rand{i}") for i, n in enumerate(shape)]
-    values = rf.random_uniform(fresh, minval=0.0, maxval=1.0).numpy()
+    values = _verjus.rf_random_uniform(fresh, minval=0.0, maxval=1.0).numpy()
     return rf.convert_to_tensor(values, dims=list(dims))
 
 
@@ -330,3 +419,8 @@ def random_choice_with_replacement(dims: Sequence[Dim], *, probs: Tensor, axis: 
     index = np.sum(cdf < (u * cdf[..., -1])[..., None], axis=-1)
     index = np.minimum(index, sizes[axis] - 1)
     return rf.convert_to_tensor(index, dims=dims, dtype="int32", sparse_dim=axis)
+
+
+# The native ops these wrap (see tests/test_docs.py).
+random_uniform.extends_native = _verjus.rf_random_uniform
+random_normal.extends_native = _verjus.rf_random_normal

@@ -25,8 +25,9 @@ def replace_dim(source: Tensor, *, in_dim: Dim, out_dim: Dim | None = None) -> t
     :param source: ``{..., in_dim}``
     :param in_dim: the dim to replace
     :param out_dim: the new dim, of ``in_dim``'s size (for a dynamic ``in_dim``:
-        dynamic, with the same longest length); by default a new dim with
-        ``in_dim``'s size or lengths
+        dynamic, with the same lengths); a dim of unknown size (``Dim(None)``)
+        gets ``in_dim``'s size or lengths; by default a new dim with ``in_dim``'s
+        size or lengths
     :return: the tensor and ``out_dim``
     """
     if in_dim not in source.dims:
@@ -37,12 +38,19 @@ def replace_dim(source: Tensor, *, in_dim: Dim, out_dim: Dim | None = None) -> t
         out_dim = Dim(size, name=f"{in_dim.name}:replaced")
     if out_dim == in_dim:
         return source, out_dim
-    if out_dim.size is None or out_dim.size != in_dim.size:
+    if out_dim.dimension is None and out_dim.dyn_size_ext is None:
+        # A dim of unknown size (``Dim(None)``) takes in_dim's size or lengths, as RETURNN's.
+        if in_dim.is_dynamic():
+            out_dim.dyn_size_ext = in_dim.dyn_size_ext
+        else:
+            size = np.int32(in_dim.get_dim_value())
+            out_dim.dyn_size_ext = Tensor(f"{out_dim.name}:size", [], "int32", raw_tensor=size)
+    if out_dim.axis_size is None or out_dim.axis_size != in_dim.axis_size:
         raise ValueError(
             f"replace_dim: out_dim {out_dim!r} must have the size of in_dim {in_dim!r}"
             " (give out_dim=None for a new dim like in_dim)"
         )
-    if out_dim.is_dynamic() != in_dim.is_dynamic():
+    if out_dim.dimension is not None and out_dim.is_dynamic() != in_dim.is_dynamic():
         raise ValueError(
             f"replace_dim: out_dim {out_dim!r} and in_dim {in_dim!r} must both be static"
             " or both dynamic"

@@ -95,7 +95,10 @@ def uninstall() -> None:
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
     for name in [n for n in sys.modules if _target(n) is not None]:
-        del sys.modules[name]
+        module = sys.modules.pop(name)
+        parent, _, child = name.rpartition(".")
+        if getattr(sys.modules.get(parent), child, None) is module:
+            delattr(sys.modules[parent], child)
 
 
 def is_installed() -> bool:

@@ -18,7 +18,7 @@ and ``mark_as_output`` / ``mark_as_default_output`` collect named outputs in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +45,8 @@ class RunCtx:
     ) -> None:
         self.stage = stage
         self.train_flag = train_flag
+        # Flags set for single functions (``train_flag_ctx(flag, func=rf.dropout)``).
+        self._func_train_flags: dict[Any, bool] = {}
         self.step = step
         self.epoch = epoch
         self.expected_outputs = expected_outputs
@@ -58,20 +60,35 @@ class RunCtx:
         )
 
     @contextmanager
-    def train_flag_ctx(self, train_flag: bool, *, func: Any = None) -> Iterator[None]:
-        """Sets ``train_flag`` for the ``with`` block, restoring it after."""
-        del func  # RETURNN's per-function flags are not needed eagerly
-        old = self.train_flag
-        self.train_flag = train_flag
+    def train_flag_ctx(
+        self, train_flag: bool, *, func: Callable | Sequence[Callable] | None = None
+    ) -> Iterator[None]:
+        """Sets ``train_flag`` for the ``with`` block, restoring it after. With
+        ``func`` (a function such as ``rf.dropout`` or ``rf.BatchNorm.__call__``, or a
+        sequence of them), only ``is_train_flag_enabled(func=...)`` of those changes."""
+        if func is None:
+            old = self.train_flag
+            self.train_flag = train_flag
+            try:
+                yield
+            finally:
+                self.train_flag = old
+            return
+        funcs = list(func) if isinstance(func, (list, tuple)) else [func]
+        for f in funcs:
+            if not callable(f):
+                raise TypeError(f"train_flag_ctx: func must be a function, got {f!r}")
+        old_flags = dict(self._func_train_flags)
+        self._func_train_flags.update(dict.fromkeys(funcs, train_flag))
         try:
             yield
         finally:
-            self.train_flag = old
+            self._func_train_flags = old_flags
 
-    def is_train_flag_enabled(self, *, func: Any = None) -> bool:
-        """Whether the step trains (RETURNN's; ``func`` is accepted and unused)."""
-        del func
-        return self.train_flag
+    def is_train_flag_enabled(self, *, func: Callable | None = None) -> bool:
+        """Whether ``func`` (e.g. ``rf.dropout``) is to act as in training: its own
+        flag from ``train_flag_ctx(..., func=func)`` if set, else ``train_flag``."""
+        return self._func_train_flags.get(func, self.train_flag)
 
     def get_step_tensor(self) -> Tensor:
         """The step as a scalar int64 Tensor."""

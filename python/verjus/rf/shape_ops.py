@@ -280,8 +280,10 @@ def reshape(source: Tensor, in_dims: Sequence[Dim], out_dims: Sequence[Dim]) -> 
     """``source`` with ``in_dims`` (flattened in that order) reshaped into
     ``out_dims``, placed where the first of ``in_dims`` in ``source`` was.
 
-    ``merge_dims`` / ``split_dims`` say what a dynamic dim allows: only the first
-    of ``in_dims`` and of ``out_dims`` may be one.
+    A dynamic dim first among ``in_dims`` and ``out_dims`` is handled per
+    sequence by ``merge_dims`` / ``split_dims``. With dynamic dims elsewhere the
+    padded layout is reshaped, as in RETURNN: each dynamic dim by its longest
+    length (the values then need not respect the sequence lengths).
 
     :param source: ``{..., in_dims..., ...}``
     :param in_dims: dims of ``source``, together the size of ``out_dims``
@@ -302,11 +304,39 @@ def reshape(source: Tensor, in_dims: Sequence[Dim], out_dims: Sequence[Dim]) -> 
         raise ValueError(
             f"reshape: in_dims {in_dims} and out_dims {out_dims} have different total sizes"
         )
+    if any(d.is_dynamic() for d in in_dims[1:] + out_dims[1:]):
+        return _reshape_padded(source, in_dims, out_dims)
     if len(out_dims) == 1:
         out, _ = _merge_dims(source, dims=in_dims, out_dim=out_dims[0])
         return out
     flat, flat_dim = _merge_dims(source, dims=in_dims)
     return _split_dims(flat, axis=flat_dim, dims=out_dims)
+
+
+def _reshape_padded(source: Tensor, in_dims: list[Dim], out_dims: list[Dim]) -> Tensor:
+    """``reshape`` of the padded layout: dynamic dims as static ones of their
+    longest length, relabelled at the end."""
+    first = min(list(source.dims).index(d) for d in in_dims)
+    at = len([d for d in list(source.dims)[:first] if d not in in_dims])
+    flat_in = []
+    for d in in_dims:
+        if d.is_dynamic():
+            source, d = _slice(source, axis=d, size=d.get_dim_value())
+        flat_in.append(d)
+    stand_ins = [Dim(d.get_dim_value(), name=d.name) if d.is_dynamic() else d for d in out_dims]
+    have, want = (int(np.prod([d.dimension for d in ds])) for ds in (flat_in, stand_ins))
+    if have != want:
+        raise ValueError(
+            f"reshape: in_dims {names(in_dims)} (padded size {have}) and out_dims "
+            f"{names(out_dims)} (padded size {want}) have different total sizes"
+        )
+    flat, flat_dim = _merge_dims(source, dims=flat_in)
+    out = _split_dims(flat, axis=flat_dim, dims=stand_ins)
+    for stand_in, d in zip(stand_ins, out_dims, strict=True):
+        if stand_in is not d:
+            out, _ = _merge_dims(out, dims=[stand_in], out_dim=d)
+    rest = [d for d in out.dims if d not in out_dims]
+    return out.copy_transpose(rest[:at] + out_dims + rest[at:])
 
 
 def repeat(
@@ -353,12 +383,13 @@ def repeat(
         reps = _limit_repeats(reps, valid.sum(-1), max_len_factor)
     lens = reps.sum(-1)
     out_spatial_dim = _repeat_out_dim(out_spatial_dim, lens, rows)
-    flat = reps.reshape(-1, reps.shape[-1])
+    flat = reps.reshape(int(np.prod(reps.shape[:-1])), reps.shape[-1])
     idx = np.zeros((flat.shape[0], out_spatial_dim.size), np.int32)
     for row, counts in enumerate(flat):
         picks = np.repeat(np.arange(len(counts)), counts)
         idx[row, : len(picks)] = picks
-    indices = host_tensor(idx.reshape([*reps.shape[:-1], -1]), [*rows, out_spatial_dim], "int32")
+    idx = idx.reshape([*reps.shape[:-1], idx.shape[1]])  # not -1: there may be no entries
+    indices = host_tensor(idx, [*rows, out_spatial_dim], "int32")
     return gather(values, indices=indices, axis=in_spatial_dim), out_spatial_dim
 
 
@@ -706,6 +737,11 @@ def replace_dim_v2(
     ):
         return replace_dim(source, in_dim=in_dim, out_dim=out_dim)[0]
     # One zero after each sequence of in_dim; positions past it read that zero.
+    # Lengths over dims that source lacks (e.g. packed away by masked_select) do
+    # not apply to it: then, as in RETURNN, only the padded size counts.
+    per_seq = not in_dim.is_dynamic() or all(d in source.dims for d in in_dim.dyn_size_ext.dims)
+    if not per_seq:
+        source, in_dim = _slice(source, axis=in_dim, size=old)  # the padded layout, static
     padded, (padded_dim,) = _pad(source, axes=[in_dim], padding=[(0, 1)])
     length = in_dim.dyn_size_ext if in_dim.is_dynamic() else in_dim.dimension
     indices = _combine(

@@ -46,6 +46,12 @@ class TensorApi:
         """``rf.get_run_ctx().mark_as_loss(self, name, ...)`` (its keyword options)."""
         _rf().get_run_ctx().mark_as_loss(self, name, **kwargs)
 
+    @property
+    def control_flow_ctx(self: Any) -> None:
+        """RETURNN's loop/cond context of the tensor: always None, as every op runs
+        eagerly (a loop's results are ordinary tensors)."""
+        return None
+
     # -- dims ------------------------------------------------------------------------
 
     @property

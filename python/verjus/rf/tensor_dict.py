@@ -180,24 +180,25 @@ class TensorDict:
         batch_size: int = 3,
     ) -> None:
         """Fills every template with random values, RETURNN's test data: each dim
-        of unknown size gets ``batch_size`` (a batch dim) or random lengths over
-        its lengths' dims (between the min and max sizes given, default 2-7,
-        the longest one always reached), floats are normal, ints index their
-        sparse dim (else 0-9), bools are random."""
+        of unknown size gets ``batch_size`` (a batch dim; its max size if given)
+        or random lengths over its lengths' dims (between the min and max sizes
+        given, default 2-7, the min at most the max, the longest one always
+        reached), floats are normal, ints index their sparse dim (else 0-9),
+        bools are random."""
         rng = rnd if isinstance(rnd, np.random.RandomState) else np.random.RandomState(rnd)
         max_sizes = dict(dyn_dim_max_sizes or {})
         min_sizes = dict(dyn_dim_min_sizes or {})
-        for d in self.all_dims():
+        for d in _lengths_dims_first(self.all_dims()):
             if d.dimension is not None:
                 continue
             template = d.dyn_size_ext
             if template is None or not template.dims:
-                d.dyn_size_ext = Tensor(
-                    f"{d.name}:size", [], "int32", raw_tensor=np.int32(batch_size)
-                )
+                size = max_sizes.get(d, batch_size)
+                d.dyn_size_ext = Tensor(f"{d.name}:size", [], "int32", raw_tensor=np.int32(size))
                 continue
             shape = [inner.get_dim_value() for inner in template.dims]
-            lo, hi = min_sizes.get(d, 2), max_sizes.get(d, 7)
+            hi = max_sizes.get(d, 7)
+            lo = min_sizes.get(d, min(2, hi))
             lengths = rng.randint(lo, hi + 1, size=shape)
             if lengths.size:
                 lengths.flat[0] = hi
@@ -212,3 +213,21 @@ class TensorDict:
                 high = value.sparse_dim.dimension if value.sparse_dim is not None else 10
                 raw = rng.randint(0, high, size=shape).astype(value.dtype)
             value.raw_tensor = raw
+
+
+def _lengths_dims_first(dims: list[Dim]) -> list[Dim]:
+    """``dims`` reordered so that the dims of each one's lengths come before it
+    (their sizes are needed to make its lengths)."""
+    out: list[Dim] = []
+
+    def visit(d: Dim) -> None:
+        if d in out:
+            return
+        ext = d.dyn_size_ext
+        for inner in ext.dims if ext is not None else ():
+            visit(inner)
+        out.append(d)
+
+    for d in dims:
+        visit(d)
+    return out

@@ -4,6 +4,8 @@ use super::PyTensor;
 use crate::error::to_py_err;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use verjus::rf::Dim;
 
 /// The name of an axis; equal only to itself (hashed by identity), so
@@ -27,6 +29,9 @@ use verjus::rf::Dim;
 ///   lengths (or their template), or None
 /// :param str | None name: the name, for messages (default: the lengths'
 ///   name, else ``"unnamed"``)
+/// :param str | None description: RETURNN's older name for ``name``
+/// :param Tensor | None dyn_size_ext: the lengths, instead of ``dimension``
+/// :param Any vocab: the vocabulary of a class dim (kept as ``dim.vocab``)
 #[pyclass(name = "Dim", module = "verjus.rf", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PyDim(pub(crate) Dim);
@@ -34,27 +39,38 @@ pub(crate) struct PyDim(pub(crate) Dim);
 #[pymethods]
 impl PyDim {
     #[new]
-    #[pyo3(signature = (dimension, *, name = None))]
-    fn new(dimension: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<PyDim> {
-        let Some(dimension) = dimension.filter(|d| !d.is_none()) else {
-            return Ok(PyDim(Dim::new_unknown(name.unwrap_or("unnamed"))));
-        };
-        if let Ok(t) = dimension.cast::<PyTensor>() {
-            let t = t.get();
-            let dim = Dim::new_unknown(name.unwrap_or(&t.tensor_name()));
-            t.bind_as_size_of(&dim)?;
-            return Ok(PyDim(dim));
+    #[pyo3(signature = (dimension = None, *, name = None, description = None, dyn_size_ext = None, vocab = None))]
+    fn new(
+        dimension: Option<&Bound<'_, PyAny>>,
+        name: Option<&str>,
+        description: Option<&str>,
+        dyn_size_ext: Option<&Bound<'_, PyAny>>,
+        vocab: Option<Py<PyAny>>,
+    ) -> PyResult<PyDim> {
+        let dim = PyDim::make(dimension.or(dyn_size_ext), name.or(description))?;
+        if vocab.is_some() {
+            dim.set_vocab(vocab);
         }
-        let name = name.unwrap_or("unnamed");
-        match dimension.extract::<usize>() {
-            Ok(n) => Ok(PyDim(Dim::new_static(n, name))),
-            Err(_) => Err(PyTypeError::new_err(format!(
-                "Dim: dimension must be an int >= 0, an int Tensor of lengths or None, got {}",
-                dimension.get_type()
-            ))),
-        }
+        Ok(dim)
     }
 
+    /// The vocabulary of a class dim (RETURNN's ``Dim(..., vocab=)``), kept
+    /// with the dim; None if none was given.
+    ///
+    /// :rtype: Any
+    #[getter]
+    fn vocab(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        vocabularies().get(&self.0.id()).map(|v| v.clone_ref(py))
+    }
+
+    #[setter(vocab)]
+    fn set_vocab(&self, vocab: Option<Py<PyAny>>) {
+        let mut all = vocabularies();
+        match vocab {
+            Some(v) => all.insert(self.0.id(), v),
+            None => all.remove(&self.0.id()),
+        };
+    }
     /// The name.
     ///
     /// :rtype: str
@@ -243,6 +259,27 @@ enum DimOperand<'py> {
 }
 
 impl PyDim {
+    /// A dim from RETURNN's ``dimension`` argument (see the class docs).
+    fn make(dimension: Option<&Bound<'_, PyAny>>, name: Option<&str>) -> PyResult<PyDim> {
+        let Some(dimension) = dimension.filter(|d| !d.is_none()) else {
+            return Ok(PyDim(Dim::new_unknown(name.unwrap_or("unnamed"))));
+        };
+        if let Ok(t) = dimension.cast::<PyTensor>() {
+            let t = t.get();
+            let dim = Dim::new_unknown(name.unwrap_or(&t.tensor_name()));
+            t.bind_as_size_of(&dim)?;
+            return Ok(PyDim(dim));
+        }
+        let name = name.unwrap_or("unnamed");
+        match dimension.extract::<usize>() {
+            Ok(n) => Ok(PyDim(Dim::new_static(n, name))),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "Dim: dimension must be an int >= 0, an int Tensor of lengths or None, got {}",
+                dimension.get_type()
+            ))),
+        }
+    }
+
     /// ``self + other``, or ``other + self`` when ``left``.
     fn add(&self, other: DimOperand<'_>, left: bool) -> PyResult<PyDim> {
         dim_result(match other {
@@ -254,4 +291,12 @@ impl PyDim {
 
 fn dim_result(r: verjus::Result<Dim>) -> PyResult<PyDim> {
     r.map(PyDim).map_err(to_py_err)
+}
+
+/// The vocabularies given to dims (``Dim(..., vocab=)``), by dim id: a dim
+/// handle is made anew for each access, so what RETURNN keeps on the dim
+/// object is kept here (for the process's life; class dims are few).
+fn vocabularies() -> MutexGuard<'static, BTreeMap<u64, Py<PyAny>>> {
+    static VOCABULARIES: Mutex<BTreeMap<u64, Py<PyAny>>> = Mutex::new(BTreeMap::new());
+    VOCABULARIES.lock().unwrap_or_else(PoisonError::into_inner)
 }

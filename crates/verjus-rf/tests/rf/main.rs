@@ -6,6 +6,7 @@
 //! cross-entropy (`index_loss.rs`), the LSTM (`lstm.rs`), optimizers (`optim.rs`), and the
 //! batched-vs-single-entry check for each op (`single_entry.rs`).
 
+mod binding;
 mod common;
 mod concat;
 mod conv_pool;

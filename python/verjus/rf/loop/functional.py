@@ -125,14 +125,39 @@ def while_loop(
 
 
 def _mask_state(new: Any, old: Any, mask: Tensor | None) -> Any:
-    """``new`` where ``mask`` holds, else ``old``, for each Tensor leaf."""
+    """``new`` where ``mask`` holds, else ``old``, for each Tensor leaf. A leaf
+    whose dims changed in the step (e.g. a new beam dim) lacks some of ``old``'s
+    dims and is taken as it is, as RETURNN (no per-entry merge of the dims)."""
     if mask is None:
         return new
     merged = [
-        _where(mask, n, o, allow_broadcast_all_sources=True) if isinstance(n, Tensor) else n
+        _where(mask, n, o, allow_broadcast_all_sources=True)
+        if isinstance(n, Tensor) and set(o.dims) <= set(n.dims)
+        else n
         for n, o in zip(_flatten(new), _flatten(old), strict=True)
     ]
     return _unflatten(new, merged)
+
+
+def _follow_dims(arrays: list[TensorArray | None], old: Any, new: Any) -> None:
+    """Dims in the state that the step replaced (``old`` -> ``new`` at the same
+    place, e.g. a new beam dim each step) are replaced in the arrays' templates
+    too, so that each step's frame matches its template (RETURNN's eager dim
+    updates)."""
+    renamed = {
+        o: n
+        for o, n in zip(_flatten(old), _flatten(new), strict=True)
+        if isinstance(o, Dim) and isinstance(n, Dim) and o != n
+    }
+    if not renamed:
+        return
+    for array in arrays:
+        template = array.tensor_template if array is not None else None
+        if template is not None and any(d in renamed for d in template.dims):
+            dims = [renamed.get(d, d) for d in template.dims]
+            array.tensor_template = Tensor(
+                "template", dims, template.dtype, sparse_dim=template.sparse_dim
+            )
 
 
 def _new_arrays(ys: Any) -> list[TensorArray | None]:
@@ -225,8 +250,9 @@ def scan(
             else _unflatten(xs, [gather(v, indices=i, axis=spatial_dim) for v in _flatten(xs)])
         )
         y, new_state = body(x, state)
-        arrays = _push_back(arrays, ys, y)
         _assert_same_structure("rf.scan: body's state", state, new_state)
+        _follow_dims(arrays, state, new_state)
+        arrays = _push_back(arrays, ys, y)
         # No mask while every entry still runs (steps below the shortest length).
         mask = None if i < shortest else _compare(lengths, ">", i)
         state = _mask_state(new_state, state, mask)
@@ -259,8 +285,9 @@ def _scan_until(
     while bool(running.numpy().any()) and (max_seq_len is None or step < max_seq_len):
         seq_len = seq_len + _cast(running, "int32")
         y, new_state = body(None, state)
-        arrays = _push_back(arrays, ys, y)
         _assert_same_structure("rf.scan: body's state", state, new_state)
+        _follow_dims(arrays, state, new_state)
+        arrays = _push_back(arrays, ys, y)
         running = _logical_and(cond(None, new_state), running)
         state = _mask_state(new_state, state, running)
         step += 1

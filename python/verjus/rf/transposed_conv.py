@@ -1,0 +1,240 @@
+"""Transposed convolution ("deconvolution"), after RETURNN's ``rf.transposed_conv``
+and its modules ``TransposedConv1d`` / ``TransposedConv2d``.
+
+Composed of rf ops, so it is differentiable and works per sequence on dynamic
+dims: each spatial dim is upsampled by ``stride`` (every input frame followed
+by ``stride - 1`` zeros, a one-hot product merged into the time dim), padded
+by ``filter_size - 1`` on the left and by what the output length needs on the
+right (after each sequence's own end), and correlated (``rf.conv``, padding
+``"valid"``) with the filter reversed along its spatial dims. The output length
+per sequence is PyTorch's and TensorFlow's for ``padding="valid"``:
+``in * stride + max(filter_size - stride, 0)``, or with ``output_padding``
+``in * stride + filter_size - stride + output_padding``; ``remove_padding``
+drops that many frames at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from verjus._verjus import Dim, Tensor
+from verjus._verjus import rf_merge_dims as _merge_dims
+from verjus.rf import init
+from verjus.rf.module import Module, Parameter
+
+__all__ = ["TransposedConv1d", "TransposedConv2d", "transposed_conv"]
+
+
+def _per_dim(what: str, value: int | Sequence[int | None] | None, nd: int) -> list[int | None]:
+    if value is None or isinstance(value, int):
+        return [value] * nd
+    values = list(value)
+    if len(values) != nd:
+        raise ValueError(f"transposed_conv: {what} needs {nd} entries, got {values}")
+    return values
+
+
+def _upsample(x: Tensor, axis: Dim, stride: int) -> tuple[Tensor, Dim]:
+    """Every frame of ``axis`` followed by ``stride - 1`` zeros (lengths times ``stride``)."""
+    from verjus import rf
+
+    if stride == 1:
+        return x, axis
+    phase = Dim(stride, name=f"{axis.name}:stride")
+    first = np.zeros(stride, dtype=np.float32)
+    first[0] = 1.0
+    x = rf.combine(
+        x, "*", rf.convert_to_tensor(first, dims=[phase]), allow_broadcast_all_sources=True
+    )
+    return _merge_dims(x, dims=[axis, phase])
+
+
+def transposed_conv(
+    source: Tensor,
+    *,
+    in_dim: Dim,
+    out_dim: Dim,
+    in_spatial_dims: Sequence[Dim],
+    out_spatial_dims: Sequence[Dim] | None = None,
+    filter: Tensor,
+    filter_size: Sequence[Dim],
+    padding: str,
+    remove_padding: Sequence[int] | int = 0,
+    output_padding: Sequence[int | None] | int | None = None,
+    strides: Sequence[int] | None = None,
+    bias: Tensor | None = None,
+    use_mask: bool | None = None,
+) -> tuple[Tensor, list[Dim]]:
+    """The transposed convolution of ``source`` over ``in_spatial_dims`` (see the
+    module docs), ``in_dim`` -> ``out_dim`` channels.
+
+    :param source: ``{..., in_dim, *in_spatial_dims}``
+    :param in_dim: the input channels
+    :param out_dim: the output channels
+    :param in_spatial_dims: 1 or 2 spatial dims (may be dynamic)
+    :param out_spatial_dims: reuse these dims for the output's spatial axes
+    :param filter: ``[in_dim, out_dim, *filter_size]`` (a filter whose input
+        side is another dim of in_dim's size is given with ``in_dim`` that dim,
+        the source's in_dim renamed to it)
+    :param filter_size: the filter's spatial dims (static)
+    :param padding: only ``"valid"`` (as RETURNN's PyTorch backend)
+    :param remove_padding: frames dropped at the end of each output spatial dim
+    :param output_padding: None (the default length) or extra frames per dim
+    :param strides: the upsampling per dim; by default the filter size
+    :param bias: ``[out_dim]`` or None
+    :param use_mask: the padding frames of dynamic dims never enter (always; only
+        True or None accepted)
+    :return: the output (its channel dim ``out_dim``) and its spatial dims
+    """
+    from verjus import rf
+
+    who = "transposed_conv"
+    if padding != "valid":
+        raise NotImplementedError(f"{who}: only padding='valid' is supported, got {padding!r}")
+    if use_mask is False:
+        raise NotImplementedError(f"{who}: use_mask=False is not supported")
+    spatial = list(in_spatial_dims)
+    nd = len(spatial)
+    sizes = [d.dimension for d in filter_size]
+    if len(sizes) != nd or any(k is None for k in sizes):
+        raise ValueError(f"{who}: need {nd} static filter_size dims, got {list(filter_size)}")
+    given = _per_dim("strides", strides, nd)
+    stride_list = [s if s is not None else k for s, k in zip(given, sizes, strict=True)]
+    out_pad = _per_dim("output_padding", output_padding, nd)
+    remove = _per_dim("remove_padding", remove_padding, nd)
+    if in_dim not in source.dims or any(d not in source.dims for d in spatial):
+        raise ValueError(
+            f"{who}: source {list(source.dims)} must have in_dim {in_dim} and {spatial}"
+        )
+    x = source
+    pads = []
+    per_dim = zip(spatial, sizes, stride_list, out_pad, remove, strict=True)
+    for i, (axis, k, s, p, r) in enumerate(per_dim):
+        x, axis = _upsample(x, axis, s)
+        right = (max(k - s, 0) if p is None else k - s + p) - (r or 0)
+        if right < 0:
+            raise ValueError(
+                f"{who}: spatial dim {i}: filter size {k}, stride {s}, output_padding {p} and"
+                f" remove_padding {r} give fewer frames than in * stride (not supported)"
+            )
+        spatial[i] = axis
+        pads.append((k - 1, right))
+    x, spatial = rf.pad(x, axes=spatial, padding=pads)
+    # Correlating with the reversed filter is the transposed convolution.
+    for fdim, k in zip(filter_size, sizes, strict=True):
+        rev = rf.convert_to_tensor(np.arange(k - 1, -1, -1, dtype=np.int32), dims=[fdim])
+        filter = rf.gather(filter, indices=rev, axis=fdim)
+    return rf.conv(
+        x,
+        in_dim=in_dim,
+        out_dim=out_dim,
+        in_spatial_dims=spatial,
+        out_spatial_dims=out_spatial_dims,
+        filter=filter,
+        filter_size=list(filter_size),
+        padding="valid",
+        bias=bias,
+    )
+
+
+class _TransposedConv(Module):
+    """The transposed convolution module: ``filter`` over ``[in_dim, out_dim,
+    *filter_size]`` (RETURNN's layout) starting Glorot-uniform, ``bias`` over
+    ``[out_dim]`` at 0."""
+
+    nd = 0
+
+    def __init__(
+        self,
+        in_dim: Dim,
+        out_dim: Dim,
+        filter_size: int | Dim | Sequence[int | Dim],
+        *,
+        padding: str,
+        remove_padding: Sequence[int] | int = 0,
+        output_padding: Sequence[int | None] | int | None = None,
+        strides: int | Sequence[int] | None = None,
+        with_bias: bool = True,
+    ):
+        name = type(self).__name__
+        sizes = [filter_size] * self.nd if isinstance(filter_size, int | Dim) else list(filter_size)
+        if len(sizes) != self.nd:
+            raise ValueError(f"{name}: filter_size needs {self.nd} entries, got {sizes}")
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self.filter_size = [
+            s if isinstance(s, Dim) else Dim(s, name=f"filter-dim{i}") for i, s in enumerate(sizes)
+        ]
+        self.padding, self.remove_padding, self.output_padding = (
+            padding,
+            remove_padding,
+            output_padding,
+        )
+        self.strides = [strides] * self.nd if isinstance(strides, int) else strides
+        # A tensor cannot have a dim twice: with in_dim == out_dim the filter's input
+        # side is a copy of in_dim (RETURNN's copy with another match priority).
+        self.filter_in_dim = (
+            in_dim if in_dim != out_dim else Dim(in_dim.dimension, name=f"{in_dim.name}:in")
+        )
+        self.filter = Parameter(
+            [self.filter_in_dim, out_dim, *self.filter_size], initial=init.Glorot()
+        )
+        self.with_bias = with_bias
+        self.bias = Parameter([out_dim], initial=0.0) if with_bias else None
+
+    def _call(
+        self, source: Tensor, in_spatial_dims: Sequence[Dim], out_spatial_dims: Sequence[Dim] | None
+    ) -> tuple[Tensor, list[Dim]]:
+        if self.filter_in_dim != self.in_dim:
+            if self.in_dim not in source.dims:
+                raise ValueError(
+                    f"{type(self).__name__}: source {list(source.dims)} lacks in_dim {self.in_dim}"
+                )
+            source, _ = _merge_dims(source, dims=[self.in_dim], out_dim=self.filter_in_dim)
+        return transposed_conv(
+            source,
+            in_dim=self.filter_in_dim,
+            out_dim=self.out_dim,
+            in_spatial_dims=in_spatial_dims,
+            out_spatial_dims=out_spatial_dims,
+            filter=self.filter,
+            filter_size=self.filter_size,
+            padding=self.padding,
+            remove_padding=self.remove_padding,
+            output_padding=self.output_padding,
+            strides=self.strides,
+            bias=self.bias,
+        )
+
+
+class TransposedConv1d(_TransposedConv):
+    """1-D transposed convolution: ``m(x, in_spatial_dim=time) -> (out, out_time)``."""
+
+    nd = 1
+
+    def __call__(
+        self, source: Tensor, *, in_spatial_dim: Dim, out_spatial_dim: Dim | None = None
+    ) -> tuple[Tensor, Dim]:
+        """The transposed convolution of ``source`` over ``in_spatial_dim``, and the
+        out spatial dim."""
+        out_dims = None if out_spatial_dim is None else [out_spatial_dim]
+        out, (dim,) = self._call(source, [in_spatial_dim], out_dims)
+        return out, dim
+
+
+class TransposedConv2d(_TransposedConv):
+    """2-D transposed convolution: ``m(x, in_spatial_dims=[h, w]) -> (out, [oh, ow])``."""
+
+    nd = 2
+
+    def __call__(
+        self,
+        source: Tensor,
+        *,
+        in_spatial_dims: Sequence[Dim],
+        out_spatial_dims: Sequence[Dim] | None = None,
+    ) -> tuple[Tensor, list[Dim]]:
+        """The transposed convolution of ``source`` over ``in_spatial_dims``, and the
+        out spatial dims."""
+        return self._call(source, in_spatial_dims, out_spatial_dims)
