@@ -95,6 +95,8 @@ SLOTS: dict[str, str | None] = {
     "Tensor.__floordiv__": "(self, other: Tensor | float) -> Tensor",
     "Tensor.__rfloordiv__": "(self, other: Tensor | float) -> Tensor",
     "Tensor.__abs__": "(self) -> Tensor",
+    "Tensor.__float__": "(self) -> float  # one value only",
+    "Tensor.__int__": "(self) -> int  # one value only",
     "Tensor.__getattribute__": None,
     "Dim.__getattribute__": None,
 }

@@ -20,6 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# RETURNN's rf tests run from a copy with these stand-ins
+# (tests/test_returnn_rf_suite.py); they are not tests of their own.
+collect_ignore = ["returnn_suite"]
+
 # What a bare checkout's examples/nets holds.
 NETS = Path(__file__).resolve().parent.parent / "examples" / "nets"
 

@@ -226,3 +226,17 @@ def test_run_ctx_against_returnn() -> None:
     mine.mark_as_loss("b", use_normalized_loss=True)
     assert float(rf.get_run_ctx().total_loss().numpy()) == pytest.approx(want, rel=1e-5)
     rf.reset_run_ctx()
+
+
+def test_one_value_as_a_python_number() -> None:
+    f = Dim(2, name="f")
+    loss = rf.reduce_sum(rf.convert_to_tensor(np.array([1.5, 2.0], np.float32), dims=[f]), axis=f)
+    assert (loss.item(), float(loss), int(loss)) == (3.5, 3.5, 3)
+    with pytest.raises(ValueError, match="2 values, not one"):
+        rf.convert_to_tensor(np.zeros(2, np.float32), dims=[f]).item()
+
+
+def test_unknown_tensor_options_are_refused() -> None:
+    with pytest.raises(TypeError, match=r'unsupported options \["batch_dim_axis"\]'):
+        Tensor("x", [batch_dim], "float32", batch_dim_axis=0)
+    assert Tensor("x", [batch_dim], "float32", version=2).is_template()

@@ -348,16 +348,42 @@ def _convert(
     return _verjus.rf_from_numpy(array, list(dims), dtype, requires_grad, sparse_dim, feature_dim)
 
 
-def zeros(dims: Sequence[Dim], *, dtype: str | None = None, device: str | None = None) -> Tensor:
-    """Zeros over ``dims`` (all of known size), on ``device`` (default: the default device)."""
+def zeros(
+    dims: Sequence[Dim],
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    sparse_dim: Dim | None = None,
+    feature_dim: Dim | None = None,
+) -> Tensor:
+    """Zeros over ``dims`` (all of known size), on ``device`` (default: the default
+    device), with ``sparse_dim`` (an int dtype) or ``feature_dim`` if given."""
     with _backend_selection.set_default_device_ctx(device):
-        return _verjus.rf_full(dims=dims, fill_value=0.0, dtype=dtype)
+        out = _verjus.rf_full(dims=dims, fill_value=0.0, dtype=dtype)
+    if sparse_dim is not None:
+        out.sparse_dim = sparse_dim
+    if feature_dim is not None:
+        out.feature_dim = feature_dim
+    return out
 
 
-def ones(dims: Sequence[Dim], *, dtype: str | None = None, device: str | None = None) -> Tensor:
-    """Ones over ``dims`` (all of known size), on ``device`` (default: the default device)."""
+def ones(
+    dims: Sequence[Dim],
+    *,
+    dtype: str | None = None,
+    device: str | None = None,
+    sparse_dim: Dim | None = None,
+    feature_dim: Dim | None = None,
+) -> Tensor:
+    """Ones over ``dims`` (all of known size), on ``device`` (default: the default
+    device), with ``sparse_dim`` (an int dtype) or ``feature_dim`` if given."""
     with _backend_selection.set_default_device_ctx(device):
-        return _verjus.rf_full(dims=dims, fill_value=1.0, dtype=dtype)
+        out = _verjus.rf_full(dims=dims, fill_value=1.0, dtype=dtype)
+    if sparse_dim is not None:
+        out.sparse_dim = sparse_dim
+    if feature_dim is not None:
+        out.feature_dim = feature_dim
+    return out
 
 
 def zeros_like(other: Tensor) -> Tensor:

@@ -179,11 +179,10 @@ def reduce(
 
 
 def _with_feature_dim(x: Tensor, feature_dim: Dim) -> Tensor:
-    """``x`` marked with ``feature_dim`` (a tensor's ``feature_dim`` is fixed
-    when it is made, so this adds ``x`` to zeros made with it)."""
-    zeros = np.zeros(x.shape, np.float32)
-    marked = _from_numpy(zeros, list(x.dims), "float32", False, None, feature_dim)
-    return _combine(marked, "add", x)
+    """A new handle to ``x``'s values with ``feature_dim`` as its feature dim."""
+    out = Tensor(x)
+    out.feature_dim = feature_dim
+    return out
 
 
 def reduce_out(source: Tensor, *, mode: str, num_pieces: int, out_dim: Dim | None = None) -> Tensor:

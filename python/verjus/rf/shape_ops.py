@@ -13,10 +13,8 @@ from values that carry no gradient, and the values are then moved by
 ``gather``. A dynamic dim is handled per sequence: padding frames never enter
 a valid frame of the result.
 
-The native tensors have no setter for ``sparse_dim`` / ``feature_dim``; both
-are set by ``where(False, marker, x)``, which keeps ``x``'s values and takes the
-dim from the marker (``where``'s rule, as in RETURNN: the true branch's sparse
-and feature dim win).
+A result's ``sparse_dim`` / ``feature_dim`` is set on a new handle to the
+same values (``Tensor(x)``), so nothing is copied.
 """
 
 from __future__ import annotations
@@ -109,12 +107,9 @@ def check_has(op: str, source: Tensor, dims: Sequence[Dim], what: str = "source"
 
 def with_feature_dim(source: Tensor, feature_dim: Dim) -> Tensor:
     """``source`` (which has ``feature_dim``) with ``feature_dim`` marked as its feature dim."""
-    if feature_dim.dimension is None:
-        raise ValueError(f"feature_dim {feature_dim!r} must be static")
-    marker = host_tensor(
-        np.zeros(feature_dim.dimension), [feature_dim], source.dtype, feature_dim=feature_dim
-    )
-    return _where(scalar(False, "bool"), marker, source).copy_transpose(list(source.dims))
+    out = Tensor(source)
+    out.feature_dim = feature_dim
+    return out
 
 
 @contextmanager
@@ -164,8 +159,9 @@ def set_sparse_dim(source: Tensor, sparse_dim: Dim) -> Tensor:
     """
     if source.dtype not in ("int32", "int64"):
         raise ValueError(f"set_sparse_dim: needs an integer tensor, got {source.dtype}")
-    marker = host_tensor(np.array(0), [], source.dtype, sparse_dim=sparse_dim)
-    return _where(scalar(False, "bool"), marker, source)
+    out = Tensor(source)
+    out.sparse_dim = sparse_dim
+    return out
 
 
 def constant(

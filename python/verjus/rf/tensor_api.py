@@ -60,6 +60,11 @@ class TensorApi:
         return set(self.dims)
 
     @property
+    def dim_tags(self: Any) -> tuple[Dim, ...]:
+        """The dims (RETURNN's older name)."""
+        return self.dims
+
+    @property
     def batch_ndim(self: Any) -> int:
         """The number of dims (RETURNN's name: the batch dim counts)."""
         return len(self.dims)
@@ -242,6 +247,21 @@ class TensorApi:
             out = rf.squeeze(out, axis=d)
         return out
 
+    # -- values ------------------------------------------------------------------------
+
+    def item(self: Any) -> float | int | bool:
+        """The one value of a one-element tensor, as a Python number (as PyTorch's)."""
+        raw = np.asarray(self.numpy())
+        if raw.size != 1:
+            raise ValueError(f"item: {self!r} has {raw.size} values, not one")
+        return raw.reshape(()).item()
+
+    def __float__(self: Any) -> float:
+        return float(TensorApi.item(self))
+
+    def __int__(self: Any) -> int:
+        return int(TensorApi.item(self))
+
     # -- operators that need the functional forms (called from the native class) ------
 
     def __or__(self: Any, other: Any) -> Tensor:
@@ -329,6 +349,11 @@ class DimApi:
     def get_dim_value_tensor(self: Any) -> Tensor:
         """The axis size as a scalar int32 Tensor."""
         return _rf().convert_to_tensor(np.int32(DimApi.get_dim_value(self)), dims=[], dtype="int32")
+
+    def get_dyn_size_ext_for_device(self: Any, device: str | None) -> Tensor | None:
+        """The lengths, on ``device`` (they are made where the data is)."""
+        ext = self.dyn_size_ext
+        return ext if ext is None or device is None else _rf().copy_to_device(ext, device)
 
     def get_size_tensor(self: Any, **_kwargs: Any) -> Tensor:
         """The lengths (dynamic dim) or the size as a scalar Tensor (otherwise)."""

@@ -39,7 +39,8 @@ use verjus::{DType, Tensor};
 /// :param Dim | None sparse_dim: the class dim that integer values index
 /// :param Dim | None feature_dim: the feature dim, one of ``dims``
 /// :param npt.ArrayLike | None raw_tensor: the values (None: a template)
-/// :param Any _kwargs: RETURNN's further options, accepted and unused
+/// :param Any _kwargs: RETURNN's ``feature_dim_axis=`` (an axis, or None) and
+///   ``version=`` (changes nothing); other options are refused by name
 #[pyclass(name = "Tensor", module = "verjus.rf", frozen, subclass)]
 pub(crate) struct PyTensor(RwLock<Content>);
 
@@ -304,6 +305,27 @@ impl PyTensor {
         raw_tensor: Option<&Bound<'_, PyAny>>,
         _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<PyTensor> {
+        let mut feature_axis = None;
+        if let Some(kwargs) = _kwargs {
+            // RETURNN's version tag changes nothing here, `feature_dim_axis` names
+            // the feature dim by its axis; any other option (its older `shape=`,
+            // `batch_dim_axis=`, ...) is refused by name.
+            if let Some(axis) = kwargs.get_item("feature_dim_axis")? {
+                feature_axis = Some(axis.extract::<Option<isize>>()?);
+            }
+            let unknown: Vec<String> = kwargs
+                .keys()
+                .iter()
+                .map(|k| k.to_string())
+                .filter(|k| k != "version" && k != "feature_dim_axis")
+                .collect();
+            if !unknown.is_empty() {
+                return Err(PyTypeError::new_err(format!(
+                    "Tensor: unsupported options {unknown:?} (give dims=, dtype=, sparse_dim=, \
+                     feature_dim=, raw_tensor=)"
+                )));
+            }
+        }
         if let Ok(source) = name.cast::<PyTensor>() {
             return Ok(PyTensor(RwLock::new(source.get().read().clone())));
         }
@@ -315,11 +337,30 @@ impl PyTensor {
         })?;
         let dims = dims
             .ok_or_else(|| PyTypeError::new_err(format!("Tensor {name:?}: dims must be given")))?;
+        let dims = dims_of(&dims);
+        let feature_dim = match feature_axis {
+            None => feature_dim.map(|d| d.0.clone()),
+            Some(None) => None,
+            Some(Some(axis)) => {
+                let i = if axis < 0 {
+                    axis + dims.len() as isize
+                } else {
+                    axis
+                };
+                let d = usize::try_from(i).ok().and_then(|i| dims.get(i));
+                Some(d.cloned().ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "Tensor {name:?}: feature_dim_axis {axis} is not an axis of {}",
+                        fmt_dims(&dims)
+                    ))
+                })?)
+            }
+        };
         let meta = Meta {
-            dims: dims_of(&dims),
+            dims,
             dtype: RfDType::parse(dtype.unwrap_or("float32")).map_err(to_py_err)?,
             sparse_dim: sparse_dim.map(|d| d.0.clone()),
-            feature_dim: feature_dim.map(|d| d.0.clone()),
+            feature_dim,
         };
         if meta.sparse_dim.is_some() && !meta.dtype.is_int() {
             return Err(PyValueError::new_err(format!(
@@ -784,6 +825,14 @@ impl PyTensor {
 
     fn __abs__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         python_api(slf.as_any(), "TensorApi", "__abs__")?.call0()
+    }
+
+    fn __float__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__float__")?.call0()
+    }
+
+    fn __int__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        python_api(slf.as_any(), "TensorApi", "__int__")?.call0()
     }
 
     fn __richcmp__(
