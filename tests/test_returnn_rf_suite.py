@@ -19,63 +19,27 @@ raise the number as more pass. docs/returnn.md lists what still fails and why.
 
 from __future__ import annotations
 
-import importlib.metadata
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+from returnn_suite.sources import RETURNN_HELPERS, returnn_tests, returnn_version, rf_test_files
 
-# RETURNN's rf test files for its TF, JAX and private packed backends.
-NOT_APPLICABLE = {"test_rf_jax.py", "test_rf_tf_backend.py", "test_rf_packed.py"}
-# RETURNN's own numpy references that its rf tests import (used as they are).
-RETURNN_HELPERS = ("fsa_utils.py", "numpy_ref_edit_distance.py")
 # Passing tests reached on this repository's CI environment (no torch): a floor.
 MIN_PASSED = 155
 STAND_INS = Path(__file__).resolve().parent / "returnn_suite"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "verjus"
-
-
-def _returnn_tests(version: str) -> Path:
-    """The ``tests`` folder of RETURNN's source distribution of ``version`` (fetched
-    once, then cached)."""
-    given = os.environ.get("VERJUS_RETURNN_SDIST")
-    if given:
-        tests = Path(given) / "tests"
-        if not tests.is_dir():
-            pytest.fail(f"VERJUS_RETURNN_SDIST={given} has no tests/ folder")
-        return tests
-    unpacked = CACHE / f"returnn-{version}"
-    if not (unpacked / "tests").is_dir():
-        download = CACHE / "download"
-        download.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
-        cmd += ["--no-binary", "returnn", f"returnn=={version}", "-d", str(download)]
-        try:
-            subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=300)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
-            output = getattr(err, "stderr", "") or ""
-            pytest.skip(
-                f"RETURNN's source distribution could not be fetched: {err} {output[-300:]}"
-            )
-        archive = download / f"returnn-{version}.tar.gz"
-        with tarfile.open(archive) as tar:
-            tar.extractall(CACHE, filter="data")
-    return unpacked / "tests"
 
 
 def test_returnn_rf_suite(tmp_path: Path) -> None:
     pytest.importorskip(
         "returnn", reason="RETURNN's test files import returnn.util (pip install returnn)"
     )
-    version = importlib.metadata.version("returnn")  # scripts/common.sh pins it
-    tests = _returnn_tests(version)
-    files = sorted(p for p in tests.glob("test_rf_*.py") if p.name not in NOT_APPLICABLE)
-    assert files, f"no test_rf_*.py in {tests}"
+    version = returnn_version()
+    tests = returnn_tests(version)
+    files = rf_test_files(tests)
     for f in [*files, *(tests / name for name in RETURNN_HELPERS)]:
         shutil.copy(f, tmp_path / f.name)
     for helper in STAND_INS.glob("*.py"):

@@ -388,3 +388,19 @@ def test_against_returnn(seq: tuple) -> None:
             side=side,
         )
         same(ours, theirs, None)
+
+
+def test_replace_dim_v2_keeps_frames_past_the_old_lengths() -> None:
+    """Of the same padded size, the frames move as they are (RETURNN's eager rule):
+    after a gather of hypotheses, the old lengths no longer describe the data."""
+    old = rf.Dim(rf.convert_to_tensor(np.array([1, 3], np.int32), dims=[rf.batch_dim]), name="o")
+    new = rf.Dim(rf.convert_to_tensor(np.array([3, 2], np.int32), dims=[rf.batch_dim]), name="n")
+    values = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    x = rf.convert_to_tensor(values, dims=[rf.batch_dim, old])
+    y = rf.replace_dim_v2(x, in_dim=old, out_dim=new)
+    assert y.dims == (rf.batch_dim, new)
+    np.testing.assert_allclose(y.numpy()[0], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(y.numpy()[1, :2], [4.0, 5.0])
+    longer = old + 1
+    z = rf.replace_dim_v2(x, in_dim=old, out_dim=longer).copy_transpose([rf.batch_dim, longer])
+    np.testing.assert_allclose(z.numpy()[0, :2], [1.0, 0.0])  # zeros from the old end on

@@ -8,6 +8,10 @@ batch entry alone (the one with the shortest sequence) and requires its
 outputs to equal that entry's slice of the batched ones, which catches
 padding leaking into results. The outputs are returned as a ``TensorDict``
 whose ``raw_tensor`` s are numpy arrays, as RETURNN's are.
+
+With ``VERJUS_RETURNN_COMPARE=<folder>`` set, each call is also recorded (inputs,
+parameters, outputs) for the comparison with RETURNN's values
+(``value_record.py``, ``tests/test_returnn_rf_values.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import value_record
 
 import verjus.rf as rf
 from verjus.rf import Dim, Tensor, TensorDict, batch_dim
+
+# The random seed of the second run that tells whether outputs hold random draws.
+OTHER_SEED = 1234
 
 
 @contextlib.contextmanager
@@ -62,6 +70,7 @@ def run_model(
 ) -> TensorDict:
     """Runs the model on random ``extern_data`` (see the module docs) and returns the
     marked outputs. Options that choose RETURNN's TF comparison are accepted and unused."""
+    call = value_record.next_call()
     if data_fill_random:
         extern_data.reset_content()
         extern_data.fill_random_(
@@ -69,7 +78,10 @@ def run_model(
             dyn_dim_min_sizes=dyn_dim_min_sizes,
             rnd=data_rnd_seed,
         )
-    out = _run(extern_data, get_model, forward_step)
+    inputs = extern_data.as_raw_tensor_dict()
+    params, out = _run(extern_data, get_model, forward_step)
+    if value_record.folder() is not None:
+        _record(call, inputs, params, out, extern_data, get_model, forward_step)
     if not allow_inf_nan_in_output:
         bad = [k for k, v in out.data.items() if not np.isfinite(v.raw_tensor).all()]
         if bad:
@@ -80,10 +92,19 @@ def run_model(
 
 
 def _run(
-    extern_data: TensorDict, get_model: rf.GetModelFunc, forward_step: rf.StepFunc
-) -> TensorDict:
+    extern_data: TensorDict,
+    get_model: rf.GetModelFunc,
+    forward_step: rf.StepFunc,
+    *,
+    forward_seed: int | None = None,
+) -> tuple[dict[str, Any], TensorDict]:
+    """The model's parameters (when recording) and the step's outputs, padding zeroed.
+    ``forward_seed`` reseeds the random stream between ``get_model`` and the step."""
     rf.set_random_seed(42)
     model = get_model(epoch=1, step=0)
+    params = value_record.parameters(model) if value_record.folder() is not None else {}
+    if forward_seed is not None:
+        rf.set_random_seed(forward_seed)
     rf.init_forward_step_run_ctx(epoch=1, step=0)
     forward_step(model=model, extern_data=extern_data)
     outputs = rf.get_run_ctx().outputs
@@ -91,7 +112,33 @@ def _run(
         raise RunModelException("forward_step marked no output")
     for value in outputs.data.values():
         _zero_padding(value)
-    return outputs
+    return params, outputs
+
+
+def _record(
+    call: tuple[str, int],
+    inputs: dict[str, Any],
+    params: dict[str, Any],
+    out: TensorDict,
+    extern_data: TensorDict,
+    get_model: rf.GetModelFunc,
+    forward_step: rf.StepFunc,
+) -> None:
+    """Records the call (``value_record``); a second run with another seed for the
+    step tells whether the outputs hold random draws."""
+    out_raw = out.as_raw_tensor_dict(include_const_sizes=True)
+    out_dims = value_record.dim_names(out)
+    _, again = _run(extern_data, get_model, forward_step, forward_seed=OTHER_SEED)
+    again_raw = again.as_raw_tensor_dict(include_const_sizes=True)
+    value_record.record(
+        *call,
+        kind="forward",
+        inputs=inputs,
+        params=params,
+        outputs=out_raw,
+        output_dims=out_dims,
+        seed_dependent=not value_record.same_values(out_raw, again_raw),
+    )
 
 
 def _zero_padding(x: Tensor) -> None:
@@ -115,15 +162,44 @@ def run_model_torch_train(
 ) -> dict[str, float]:
     """One training step on random data: the total loss, backprop, and each marked
     loss summed, as a mean and its inverse norm factor."""
-    rf.set_random_seed(42)
+    call = value_record.next_call()
     extern_data.reset_content()
     extern_data.fill_random_(
         dyn_dim_max_sizes=dyn_dim_max_sizes, dyn_dim_min_sizes=dyn_dim_min_sizes
     )
+    inputs = extern_data.as_raw_tensor_dict()
+    params, res = _train_step(extern_data, get_model, train_step)
+    if value_record.folder() is not None:
+        _, again = _train_step(extern_data, get_model, train_step, step_seed=OTHER_SEED)
+        value_record.record(
+            *call,
+            kind="train",
+            inputs=inputs,
+            params=params,
+            outputs=res,
+            output_dims={},
+            seed_dependent=not value_record.same_values(res, again),
+        )
+    return res
+
+
+def _train_step(
+    extern_data: TensorDict,
+    get_model: rf.GetModelFunc,
+    train_step: rf.StepFunc,
+    *,
+    step_seed: int | None = None,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """The model's parameters (when recording) and ``run_model_torch_train``'s results
+    of one step; ``step_seed`` reseeds the random stream between ``get_model`` and the step."""
+    rf.set_random_seed(42)
     for value in extern_data.data.values():
         if value.dtype == "float32":
             value.requires_grad = True  # as RETURNN's: the inputs' gradients are tested too
     model = get_model(epoch=1, step=0)
+    params = value_record.parameters(model) if value_record.folder() is not None else {}
+    if step_seed is not None:
+        rf.set_random_seed(step_seed)
     rf.init_train_step_run_ctx(train_flag=True, step=0, epoch=1)
     train_step(model=model, extern_data=extern_data)
     ctx = rf.get_run_ctx()
@@ -137,7 +213,7 @@ def run_model_torch_train(
         res[f"{name}:inv_norm_factor"] = (
             float(inv.numpy()) if isinstance(inv, Tensor) else float(inv)
         )
-    return res
+    return params, res
 
 
 def _check_single_batch_entry(
@@ -172,7 +248,7 @@ def _check_single_batch_entry(
     extern_data.reset_content()
     extern_data.assign_from_raw_tensor_dict_(single)
     try:
-        out = _run(extern_data, get_model, forward_step)
+        _, out = _run(extern_data, get_model, forward_step)
         for key, want in want_outputs.items():
             got = out.data[key].raw_tensor
             want = want[tuple(slice(0, n) for n in got.shape)]

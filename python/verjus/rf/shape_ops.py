@@ -37,6 +37,7 @@ from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus._verjus import rf_pad as _pad
 from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus._verjus import rf_reduce_sum as _reduce_sum
+from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_set_default_device as _set_default_device
 from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_split_dims as _split_dims
@@ -719,33 +720,27 @@ def replace_dim_v2(
         raise ValueError(f"replace_dim_v2: not allowed to expand {in_dim!r} to {out_dim!r}")
     if new < old and not allow_shrink:
         raise ValueError(f"replace_dim_v2: not allowed to shrink {in_dim!r} to {out_dim!r}")
-    if not in_dim.is_dynamic() and not out_dim.is_dynamic():
-        if new == old:
-            return replace_dim(source, in_dim=in_dim, out_dim=out_dim)[0]
-        if new > old:
-            return _pad(source, axes=[in_dim], padding=[(0, new - old)], out_dims=[out_dim])[0]
-        return _slice(source, axis=in_dim, size=out_dim)[0]
-    if (
-        in_dim.is_dynamic()
-        and out_dim.is_dynamic()
-        and in_dim.dyn_size_ext.dims == out_dim.dyn_size_ext.dims
-        and np.array_equal(in_dim.dyn_size_ext.numpy(), out_dim.dyn_size_ext.numpy())
-    ):
+    if new == old and not in_dim.is_dynamic() and not out_dim.is_dynamic():
         return replace_dim(source, in_dim=in_dim, out_dim=out_dim)[0]
-    # One zero after each sequence of in_dim; positions past it read that zero.
-    # Lengths over dims that source lacks (e.g. packed away by masked_select) do
-    # not apply to it: then, as in RETURNN, only the padded size counts.
-    per_seq = not in_dim.is_dynamic() or all(d in source.dims for d in in_dim.dyn_size_ext.dims)
-    if not per_seq:
-        source, in_dim = _slice(source, axis=in_dim, size=old)  # the padded layout, static
-    padded, (padded_dim,) = _pad(source, axes=[in_dim], padding=[(0, 1)])
-    length = in_dim.dyn_size_ext if in_dim.is_dynamic() else in_dim.dimension
-    indices = _combine(
-        _range_over_dim(out_dim), "minimum", length, allow_broadcast_all_sources=True
-    )
-    out = gather(padded, indices=indices, axis=padded_dim)
+    lengths = in_dim.dyn_size_ext if in_dim.is_dynamic() else None
+    widened = new > old or not out_dim.is_dynamic()
+    if lengths is not None and widened and set(lengths.dims) <= set(source.dims):
+        # The padding may become frames that count (of a longer or a static dim):
+        # zeros there, as RETURNN's per-sequence padding gives, never whatever
+        # the padding held.
+        source = _where(_sequence_mask([in_dim]), source, 0.0).copy_transpose(list(source.dims))
+    # As RETURNN's (eagerly): the padded layout is cut or zero-padded at its end,
+    # and relabelled. Frames are not moved per sequence, and the old lengths do not
+    # mask anything: after a gather (of hypotheses, say) they no longer describe the
+    # data; out_dim's lengths say which frames count.
+    layout, layout_dim = _slice(source, axis=in_dim, size=old)
+    if new > old:
+        layout, (layout_dim,) = _pad(layout, axes=[layout_dim], padding=[(0, new - old)])
+    elif new < old:
+        layout, layout_dim = _slice(layout, axis=layout_dim, size=new)
+    out, _ = _merge_dims(layout, dims=[layout_dim], out_dim=out_dim)
     front = [out_dim if d == in_dim else d for d in source.dims]
-    return out.copy_transpose(front + [d for d in out.dims if d not in front])
+    return out.copy_transpose(front)
 
 
 def slice_update(target: Tensor, value: Tensor, *, axis: Dim, start: int | Tensor) -> Tensor:
