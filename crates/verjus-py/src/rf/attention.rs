@@ -38,7 +38,7 @@ pub(super) fn rf_fused_dot_attention(
     causal_query_spatial_dim: Option<PyRef<'_, PyDim>>,
     scale: Option<f32>,
 ) -> PyResult<PyTensor> {
-    let (q, k, v) = (&query.value()?, &keys.value()?, &values.value()?);
+    let (q, k, v) = (&*query.shared()?, &*keys.shared()?, &*values.shared()?);
     let (key_dim, axis) = (&key_dim.0, &axis.0);
     let causal = causal_query_spatial_dim.map(|d| d.0.clone());
     compute(py, &[q, k, v], || {

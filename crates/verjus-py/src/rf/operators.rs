@@ -19,7 +19,7 @@ pub(crate) fn binary(
     reversed: bool,
 ) -> PyResult<Py<PyAny>> {
     let result = if let Ok(b) = other.cast::<PyTensor>() {
-        let b = &b.get().value()?;
+        let b = &*b.get().shared()?;
         compute(py, &[a, b], || {
             if reversed {
                 combine(b, op, a, false)

@@ -130,7 +130,7 @@ fn binary(
 ) -> PyResult<PyTensor> {
     match (a.cast::<PyTensor>(), b.cast::<PyTensor>()) {
         (Ok(a), Ok(b)) => {
-            let (a, b) = (&a.get().value()?, &b.get().value()?);
+            let (a, b) = (&*a.get().shared()?, &*b.get().shared()?);
             run_on(py, &[a, b], || rf::combine(a, op, b, allow))
         }
         (Ok(a), Err(_)) => {
@@ -176,7 +176,7 @@ pub(super) fn rf_matmul(
     reduce: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (a, b, reduce) = (&a.value()?, &b.value()?, dim_list("reduce", reduce)?);
+    let (a, b, reduce) = (&*a.shared()?, &*b.shared()?, dim_list("reduce", reduce)?);
     run_on(py, &[a, b], || rf::matmul(a, b, &reduce, use_mask))
 }
 
@@ -187,7 +187,7 @@ fn reduce(
     axis: &Bound<'_, PyAny>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&source.value()?, dim_list("axis", axis)?);
+    let (x, axis) = (&*source.shared()?, dim_list("axis", axis)?);
     run_on(py, &[x], || rf::reduce(x, mode, &axis, use_mask))
 }
 
@@ -289,7 +289,7 @@ pub(super) fn rf_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&x.value()?, &axis.0);
+    let (x, axis) = (&*x.shared()?, &axis.0);
     run_on(py, &[x], || rf::softmax(x, axis, use_mask))
 }
 
@@ -316,7 +316,7 @@ pub(super) fn rf_layer_norm(
     bias: Option<PyRef<'_, PyTensor>>,
 ) -> PyResult<PyTensor> {
     let axis = dim_list("axis", axis)?;
-    let x = &x.value()?;
+    let x = &*x.shared()?;
     let (scale, bias) = (
         scale.map(|s| s.value()).transpose()?,
         bias.map(|b| b.value()).transpose()?,
@@ -343,7 +343,7 @@ pub(super) fn rf_log_softmax(
     axis: PyRef<'_, PyDim>,
     use_mask: bool,
 ) -> PyResult<PyTensor> {
-    let (x, axis) = (&x.value()?, &axis.0);
+    let (x, axis) = (&*x.shared()?, &axis.0);
     run_on(py, &[x], || rf::log_softmax(x, axis, use_mask))
 }
 
@@ -358,7 +358,7 @@ macro_rules! unary_fn {
         #[doc = ":rtype: Tensor"]
         #[pyfunction]
         pub(super) fn $name(py: Python<'_>, x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-            let x = &x.value()?;
+            let x = &*x.shared()?;
             run_on(py, &[x], || rf::activation(x, UnaryOp::$op))
         }
     };
@@ -472,7 +472,7 @@ pub(super) fn rf_cast(py: Python<'_>, x: PyRef<'_, PyTensor>, dtype: &str) -> Py
 /// :rtype: Tensor
 #[pyfunction]
 pub(super) fn rf_stop_gradient(x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-    Ok(PyTensor::from(rf::stop_gradient(&x.value()?)))
+    Ok(PyTensor::from(rf::stop_gradient(&*x.shared()?)))
 }
 
 /// The mask of the valid frames of dynamic dims, from their sequence lengths.

@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::borrow::Cow;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use verjus::core::Element;
 use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{fmt_dims, Dim, RfDType, RfTensor};
@@ -49,13 +50,25 @@ pub(crate) struct PyTensor(RwLock<Content>);
 struct Content {
     /// RETURNN's tensor name (None: an op's result, shown as "tensor").
     name: Option<String>,
-    /// The values, or None for a template.
-    value: Option<RfTensor>,
-    /// Dims, dtype, sparse and feature dim: a template's own, or the value's.
-    meta: Meta,
+    /// The values, or None for a template (shared: an op borrows them
+    /// without copying the dims).
+    value: Option<Arc<RfTensor>>,
+    /// A template's dims, dtype, sparse and feature dim (unused while there
+    /// are values, which carry their own: see [`Content::meta`]).
+    template: Meta,
     /// The dim whose lengths this tensor is (`dim.dyn_size_ext`): assigning
     /// values to it binds the dim's sizes.
     size_of: Option<Dim>,
+}
+
+impl Content {
+    /// Dims, dtype, sparse and feature dim: the value's, or the template's.
+    fn meta(&self) -> Cow<'_, Meta> {
+        match &self.value {
+            Some(v) => Cow::Owned(Meta::of(v)),
+            None => Cow::Borrowed(&self.template),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -67,6 +80,16 @@ struct Meta {
 }
 
 impl Meta {
+    /// No dims: what a tensor with values keeps as its template (no allocation).
+    fn of_nothing(dtype: RfDType) -> Meta {
+        Meta {
+            dims: Vec::new(),
+            dtype,
+            sparse_dim: None,
+            feature_dim: None,
+        }
+    }
+
     fn of(t: &RfTensor) -> Meta {
         Meta {
             dims: t.dims().to_vec(),
@@ -81,8 +104,8 @@ impl From<RfTensor> for PyTensor {
     fn from(t: RfTensor) -> PyTensor {
         PyTensor(RwLock::new(Content {
             name: None,
-            meta: Meta::of(&t),
-            value: Some(t),
+            template: Meta::of_nothing(t.dtype()),
+            value: Some(Arc::new(t)),
             size_of: None,
         }))
     }
@@ -94,7 +117,7 @@ impl PyTensor {
         PyTensor(RwLock::new(Content {
             name,
             value: None,
-            meta,
+            template: meta,
             size_of,
         }))
     }
@@ -133,12 +156,17 @@ impl PyTensor {
 
     /// The value; a template is a ValueError naming it.
     pub(crate) fn value(&self) -> PyResult<RfTensor> {
+        self.shared().map(|t| (*t).clone())
+    }
+
+    /// The value without a copy of its dims (the operators' path).
+    pub(crate) fn shared(&self) -> PyResult<Arc<RfTensor>> {
         let c = self.read();
         c.value.clone().ok_or_else(|| {
             PyValueError::new_err(format!(
                 "Tensor {:?} {} is a template without values; assign its raw_tensor first",
                 c.name.as_deref().unwrap_or("tensor"),
-                fmt_dims(&c.meta.dims)
+                fmt_dims(&c.template.dims)
             ))
         })
     }
@@ -148,10 +176,10 @@ impl PyTensor {
     pub(crate) fn bind_as_size_of(&self, dim: &Dim) -> PyResult<()> {
         let mut c = self.write();
         match &c.value {
-            Some(v) => dim.set_lengths(Some(v.clone())).map_err(to_py_err)?,
+            Some(v) => dim.set_lengths(Some((**v).clone())).map_err(to_py_err)?,
             None => {
                 dim.set_lengths(None).map_err(to_py_err)?;
-                dim.set_lengths_template(c.meta.dims.clone(), c.meta.dtype);
+                dim.set_lengths_template(c.template.dims.clone(), c.template.dtype);
             }
         }
         c.size_of = Some(dim.clone());
@@ -161,7 +189,7 @@ impl PyTensor {
     /// A value for this tensor from `raw` (a numpy array or a Tensor), with
     /// its dims, dtype, sparse and feature dim.
     fn value_from(&self, raw: &Bound<'_, PyAny>) -> PyResult<RfTensor> {
-        let meta = self.read().meta.clone();
+        let meta = self.read().meta().into_owned();
         let value = match raw.cast::<PyTensor>() {
             Ok(t) => t.get().value()?.to_host().map_err(to_py_err)?,
             Err(_) => {
@@ -193,10 +221,10 @@ impl PyTensor {
             dim.set_lengths(value.clone()).map_err(to_py_err)?;
         }
         let mut c = self.write();
-        if let Some(v) = &value {
-            c.meta = Meta::of(v);
+        if value.is_none() {
+            c.template = c.meta().into_owned(); // a template again, of the same dims
         }
-        c.value = value;
+        c.value = value.map(Arc::new);
         Ok(())
     }
 }
@@ -449,7 +477,9 @@ impl PyTensor {
     /// :rtype: tuple[Dim, ...]
     #[getter]
     fn dims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.read().meta.dims.iter().map(|d| PyDim(d.clone())))
+        let c = self.read();
+        let dims = c.value.as_ref().map_or(&c.template.dims[..], |v| v.dims());
+        PyTuple::new(py, dims.iter().map(|d| PyDim(d.clone())))
     }
 
     /// The dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``.
@@ -457,7 +487,11 @@ impl PyTensor {
     /// :rtype: str
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.read().meta.dtype.name()
+        let c = self.read();
+        c.value
+            .as_ref()
+            .map_or(c.template.dtype, |v| v.dtype())
+            .name()
     }
 
     /// The class dim that integer values index, if any.
@@ -465,7 +499,7 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn sparse_dim(&self) -> Option<PyDim> {
-        self.read().meta.sparse_dim.clone().map(PyDim)
+        self.read().meta().sparse_dim.clone().map(PyDim)
     }
 
     #[setter(sparse_dim)]
@@ -473,16 +507,15 @@ impl PyTensor {
         let dim = dim.map(|d| d.0.clone());
         let mut c = self.write();
         if let Some(v) = &c.value {
-            let v = v.clone().with_sparse_dim(dim).map_err(to_py_err)?;
-            c.meta = Meta::of(&v);
-            c.value = Some(v);
-        } else if dim.is_some() && !c.meta.dtype.is_int() {
+            let v = (**v).clone().with_sparse_dim(dim).map_err(to_py_err)?;
+            c.value = Some(Arc::new(v));
+        } else if dim.is_some() && !c.template.dtype.is_int() {
             return Err(PyValueError::new_err(format!(
                 "Tensor: sparse_dim needs an integer tensor, got {}",
-                c.meta.dtype
+                c.template.dtype
             )));
         } else {
-            c.meta.sparse_dim = dim;
+            c.template.sparse_dim = dim;
         }
         Ok(())
     }
@@ -492,24 +525,28 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn feature_dim(&self) -> Option<PyDim> {
-        self.read().meta.feature_dim.clone().map(PyDim)
+        self.read().meta().feature_dim.clone().map(PyDim)
     }
 
     #[setter(feature_dim)]
     fn set_feature_dim(&self, dim: Option<PyRef<'_, PyDim>>) -> PyResult<()> {
         let dim = dim.map(|d| d.0.clone());
         let mut c = self.write();
-        if let Some(d) = dim.as_ref().filter(|d| !c.meta.dims.contains(d)) {
+        let meta = c.meta().into_owned();
+        if let Some(d) = dim.as_ref().filter(|d| !meta.dims.contains(d)) {
             return Err(PyValueError::new_err(format!(
                 "Tensor: feature_dim {d} is not one of {}",
-                fmt_dims(&c.meta.dims)
+                fmt_dims(&meta.dims)
             )));
         }
         if let Some(v) = &c.value {
-            let v = v.clone().with_feature_dim(dim.clone()).map_err(to_py_err)?;
-            c.value = Some(v);
+            let v = (**v)
+                .clone()
+                .with_feature_dim(dim.clone())
+                .map_err(to_py_err)?;
+            c.value = Some(Arc::new(v));
         }
-        c.meta.feature_dim = dim;
+        c.template.feature_dim = dim;
         Ok(())
     }
 
@@ -522,7 +559,7 @@ impl PyTensor {
         let c = self.read();
         match &c.value {
             Some(v) => v.sizes().into_iter().map(Some).collect(),
-            None => c.meta.dims.iter().map(Dim::size_or_seen).collect(),
+            None => c.template.dims.iter().map(Dim::size_or_seen).collect(),
         }
     }
 
@@ -646,7 +683,7 @@ impl PyTensor {
     #[pyo3(signature = (name = None, *, dtype = None))]
     fn copy_template(&self, name: Option<String>, dtype: Option<&str>) -> PyResult<PyTensor> {
         let c = self.read();
-        let mut meta = c.meta.clone();
+        let mut meta = c.meta().into_owned();
         if let Some(dtype) = dtype {
             meta.dtype = RfDType::parse(dtype).map_err(to_py_err)?;
             if !meta.dtype.is_int() {
@@ -679,8 +716,8 @@ impl PyTensor {
             (None, n) => format!(
                 "Tensor({:?}, {}, {}, template)",
                 n.as_deref().unwrap_or("tensor"),
-                fmt_dims(&c.meta.dims),
-                c.meta.dtype
+                fmt_dims(&c.template.dims),
+                c.template.dtype
             ),
         }
     }
@@ -707,35 +744,35 @@ impl PyTensor {
     }
 
     fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Add, other, false)
+        binary(py, &*self.shared()?, BinaryOp::Add, other, false)
     }
 
     fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Add, other, true)
+        binary(py, &*self.shared()?, BinaryOp::Add, other, true)
     }
 
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Sub, other, false)
+        binary(py, &*self.shared()?, BinaryOp::Sub, other, false)
     }
 
     fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Sub, other, true)
+        binary(py, &*self.shared()?, BinaryOp::Sub, other, true)
     }
 
     fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Mul, other, false)
+        binary(py, &*self.shared()?, BinaryOp::Mul, other, false)
     }
 
     fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Mul, other, true)
+        binary(py, &*self.shared()?, BinaryOp::Mul, other, true)
     }
 
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Div, other, false)
+        binary(py, &*self.shared()?, BinaryOp::Div, other, false)
     }
 
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Div, other, true)
+        binary(py, &*self.shared()?, BinaryOp::Div, other, true)
     }
 
     fn __pow__(
@@ -744,7 +781,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Pow, other, false)
+        binary(py, &*self.shared()?, BinaryOp::Pow, other, false)
     }
 
     fn __rpow__(
@@ -753,7 +790,7 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        binary(py, &self.value()?, BinaryOp::Pow, other, true)
+        binary(py, &*self.shared()?, BinaryOp::Pow, other, true)
     }
 
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
@@ -849,6 +886,6 @@ impl PyTensor {
             CompareOp::Gt => BinaryOp::Gt,
             CompareOp::Ge => BinaryOp::Ge,
         };
-        binary(py, &self.value()?, op, other, false)
+        binary(py, &*self.shared()?, op, other, false)
     }
 }
