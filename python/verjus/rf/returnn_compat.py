@@ -13,8 +13,8 @@ give verjus's modules, so such code runs on verjus as it is written::
 Only these two packages are redirected: the rest of RETURNN (its config,
 datasets, learning-rate control) is RETURNN's own where it is installed.
 Without RETURNN, a bare ``returnn`` package is provided so that the imports
-resolve. ``uninstall()`` removes the redirection (modules already imported
-stay in ``sys.modules``; ``uninstall`` removes those it made).
+resolve. ``uninstall()`` removes the redirection and puts back RETURNN's own
+modules that were imported before ``install()``.
 """
 
 from __future__ import annotations
@@ -79,26 +79,47 @@ class _Redirect(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _finder = _Redirect()
+# RETURNN's own modules that install() took out of sys.modules, for uninstall(),
+# each with whether it was its parent's attribute of that name.
+_real: dict[str, tuple[types.ModuleType, bool]] = {}
+
+
+def _take_redirected() -> dict[str, tuple[types.ModuleType, bool]]:
+    """Removes the modules under the redirected names from ``sys.modules`` (and
+    from their parents' attributes, where they are those); returns them."""
+    taken = {}
+    for name in [n for n in sys.modules if _target(n) is not None]:
+        module = sys.modules.pop(name)
+        parent, _, child = name.rpartition(".")
+        attribute = getattr(sys.modules.get(parent), child, None) is module
+        if attribute:
+            delattr(sys.modules[parent], child)
+        taken[name] = (module, attribute)
+    return taken
 
 
 def install() -> None:
     """Makes ``returnn.frontend`` and ``returnn.tensor`` (and their submodules)
     resolve to verjus (see the module docs). Calling it twice is harmless."""
-    if _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
-    for name in [n for n in sys.modules if _target(n) is not None]:
-        del sys.modules[name]  # a real RETURNN frontend imported before
+    if _finder in sys.meta_path:
+        return
+    sys.meta_path.insert(0, _finder)
+    _real.update(_take_redirected())  # RETURNN's own, imported before
 
 
 def uninstall() -> None:
-    """Removes the redirection and the redirected modules from ``sys.modules``."""
+    """Removes the redirection: the redirected modules leave ``sys.modules`` and
+    RETURNN's own modules imported before ``install()`` come back (so RETURNN's
+    code imported before and after sees one ``Tensor`` class)."""
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
-    for name in [n for n in sys.modules if _target(n) is not None]:
-        module = sys.modules.pop(name)
+    _take_redirected()
+    for name, (module, attribute) in sorted(_real.items()):
+        sys.modules[name] = module
         parent, _, child = name.rpartition(".")
-        if getattr(sys.modules.get(parent), child, None) is module:
-            delattr(sys.modules[parent], child)
+        if attribute and parent in sys.modules:
+            setattr(sys.modules[parent], child, module)
+    _real.clear()
 
 
 def is_installed() -> bool:
