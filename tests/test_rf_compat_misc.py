@@ -7,6 +7,8 @@ dims whose lengths are over other dims and a max size below the default min."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from test_rf_grad import check_gradient
 
 from verjus import rf
 
@@ -77,3 +79,29 @@ def test_fill_random_lengths_dims_first_and_small_max() -> None:
     data.fill_random_(dyn_dim_max_sizes={time: 1})
     assert batch.get_dim_value() == 3
     assert time.dyn_size_ext.numpy().max() == 1
+
+
+def test_sin_cos_values_and_gradients() -> None:
+    f = rf.Dim(5, name="f")
+    v = np.linspace(-3.0, 3.0, 5).astype(np.float32)
+    x = rf.convert_to_tensor(v, dims=[f])
+    np.testing.assert_allclose(rf.sin(x).numpy(), np.sin(v), atol=1e-6)
+    np.testing.assert_allclose(rf.cos(x).numpy(), np.cos(v), atol=1e-6)
+    check_gradient(rf.sin, v, [f])
+    check_gradient(rf.cos, v, [f])
+
+
+def test_fill_and_conv_out_lengths() -> None:
+    f = rf.Dim(3, name="f")
+    assert rf.fill(dims=[f], fill_value=2, dtype="int32").numpy().tolist() == [2, 2, 2]
+    assert rf.calc_conv_out_length(10, filter_size=3, stride=2, padding="valid") == 4
+    assert rf.calc_conv_out_length(10, filter_size=3, stride=3, padding="same") == 4
+    assert rf.calc_conv_out_length(1, filter_size=3, stride=1, padding="valid") == 0
+    lengths = rf.convert_to_tensor(np.array([10, 5, 1], np.int32), dims=[rf.batch_dim])
+    out = rf.calc_conv_out_length(lengths, filter_size=3, stride=2, padding="valid")
+    assert out.numpy().tolist() == [4, 2, 0]
+    time = rf.Dim(lengths, name="time")
+    out_dim = rf.calc_conv_out_length(time, filter_size=3, stride=2, padding="valid", name="o")
+    assert (out_dim.name, out_dim.dyn_size_ext.numpy().tolist()) == ("o", [4, 2, 0])
+    with pytest.raises(ValueError, match="calc_conv_out_length: padding"):
+        rf.calc_conv_out_length(4, filter_size=2, stride=1, padding="full")

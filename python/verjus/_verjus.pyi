@@ -1169,6 +1169,22 @@ def rf_exp(x: Tensor) -> Tensor:
     :rtype: Tensor
     """
 
+def rf_sin(x: Tensor) -> Tensor:
+    """The sine (of radians).
+
+    :param Tensor x: a float32 tensor
+    :return: the function of each entry, with ``x``'s dims
+    :rtype: Tensor
+    """
+
+def rf_cos(x: Tensor) -> Tensor:
+    """The cosine (of radians).
+
+    :param Tensor x: a float32 tensor
+    :return: the function of each entry, with ``x``'s dims
+    :rtype: Tensor
+    """
+
 def rf_log(x: Tensor) -> Tensor:
     """The natural logarithm (``-inf`` at 0; see ``safe_log``).
 

@@ -748,3 +748,16 @@ from verjus.rf.sequence_mask import sequence_mask  # noqa: E402, F401
 from verjus.rf.slicing import slice  # noqa: E402, F401
 
 __all__ += ["nested"]
+
+# Sine and cosine (native), conv lengths, RETURNN's fill and use_mask default
+# (verjus.rf.conv, verjus.rf.backend).
+from verjus.rf.backend import use_mask_default  # noqa: E402
+from verjus.rf.conv import calc_conv_out_length  # noqa: E402
+
+
+def fill(*, dims: Sequence[Dim], fill_value: Any, dtype: str | None = None) -> Tensor:
+    """RETURNN's ``rf.fill``: ``fill_value`` over ``dims`` (``rf.full``)."""
+    return _verjus.rf_full(dims=dims, fill_value=fill_value, dtype=dtype)
+
+
+__all__ += ["calc_conv_out_length", "fill", "use_mask_default"]

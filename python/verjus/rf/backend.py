@@ -84,6 +84,18 @@ def is_float_dtype(dtype: str) -> bool:
     return dtype.startswith("float") or dtype.startswith("bfloat")
 
 
+def use_mask_default(
+    *,
+    default: bool | None = None,
+    default_false_for_behavior_version_up_to: int | None = None,
+    func_name: str | None = None,
+) -> bool | None:
+    """RETURNN's default of ``use_mask`` arguments: verjus has no global config
+    that sets it, so ``default`` (masking is what verjus's ops do unless told)."""
+    del default_false_for_behavior_version_up_to, func_name
+    return default
+
+
 @contextmanager
 def set_default_device_ctx(device: str | None) -> Iterator[None]:
     """``rf.set_default_device(device)`` for a block (None: unchanged)."""

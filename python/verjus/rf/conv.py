@@ -210,6 +210,52 @@ def pool2d(
     )
 
 
+def calc_conv_out_length(
+    in_length: int | Dim | Tensor,
+    *,
+    filter_size: int,
+    stride: int,
+    padding: str,
+    dilation_rate: int = 1,
+    name: str | None = None,
+) -> int | Dim | Tensor:
+    """The length a convolution (or pooling) gives for ``in_length`` (an int, a Dim,
+    or a Tensor of lengths): ``"same"`` ``ceil(n / stride)``, ``"valid"`` ``ceil((n -
+    dilation * (filter - 1)) / stride)``, at least 0 (RETURNN's formula).
+
+    :param in_length: the input length(s)
+    :param filter_size: the filter's size along the axis
+    :param stride: the stride
+    :param padding: ``"same"`` or ``"valid"``
+    :param dilation_rate: the dilation
+    :param name: the name of a new dim (a Dim ``in_length`` only)
+    :return: the output length(s), of ``in_length``'s kind
+    """
+    if padding not in ("same", "valid"):
+        raise ValueError(
+            f"calc_conv_out_length: padding must be 'same' or 'valid', got {padding!r}"
+        )
+    if isinstance(in_length, Dim):
+        (out,) = make_conv_out_spatial_dims(
+            [in_length],
+            filter_size=filter_size,
+            padding=padding,
+            strides=stride,
+            dilation_rate=dilation_rate,
+        )
+        if name is not None and out is not in_length:
+            size = out.dimension if out.dimension is not None else out.dyn_size_ext
+            out = Dim(size, name=name)
+        return out
+    cut = 0 if padding == "same" else dilation_rate * (filter_size - 1)
+    if isinstance(in_length, Tensor):
+        import verjus.rf as rf
+
+        n = rf.maximum(in_length - cut, 0)
+        return rf.ceil_divide(n, stride)
+    return max(-(-(in_length - cut) // stride), 0)
+
+
 def make_conv_out_spatial_dims(
     in_spatial_dims: Sequence[Dim],
     *,

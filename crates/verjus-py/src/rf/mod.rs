@@ -130,6 +130,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::rf_tanh, m)?,
         wrap_pyfunction!(ops::rf_silu, m)?,
         wrap_pyfunction!(ops::rf_exp, m)?,
+        wrap_pyfunction!(ops::rf_sin, m)?,
+        wrap_pyfunction!(ops::rf_cos, m)?,
         wrap_pyfunction!(ops::rf_log, m)?,
         wrap_pyfunction!(ops::rf_sqrt, m)?,
         wrap_pyfunction!(ops::rf_rsqrt, m)?,

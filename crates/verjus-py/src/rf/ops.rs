@@ -383,6 +383,8 @@ unary_fn!(
     "SiLU (swish): ``x * sigmoid(x)``; ``swish`` is the same function."
 );
 unary_fn!(rf_exp, Exp, "``exp(x)``.");
+unary_fn!(rf_sin, Sin, "The sine (of radians).");
+unary_fn!(rf_cos, Cos, "The cosine (of radians).");
 unary_fn!(
     rf_log,
     Log,

@@ -222,6 +222,28 @@ unary_ops! {
         cuda: "x * vj_sigmoid(x)",
         cuda_derivative: "vj_sigmoid(x) * (1.0f + x * (1.0f - vj_sigmoid(x)))",
     },
+    /// `sin(x)` (positional encodings, rotary embeddings, signal processing).
+    Sin {
+        name: "sin",
+        domain: Real,
+        cost: 6,
+        gradient: Pointwise,
+        apply: |x| x.sin(),
+        derivative: |x, _y| x.cos(),
+        cuda: "sinf(x)",
+        cuda_derivative: "cosf(x)",
+    },
+    /// `cos(x)`.
+    Cos {
+        name: "cos",
+        domain: Real,
+        cost: 6,
+        gradient: Pointwise,
+        apply: |x| x.cos(),
+        derivative: |x, _y| -x.sin(),
+        cuda: "cosf(x)",
+        cuda_derivative: "-sinf(x)",
+    },
     /// `x * s`.
     Scale(s = -2.5) {
         name: "scale",
