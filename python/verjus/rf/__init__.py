@@ -348,6 +348,23 @@ def _convert(
     return _verjus.rf_from_numpy(array, list(dims), dtype, requires_grad, sparse_dim, feature_dim)
 
 
+def _filled(
+    value: float,
+    dims: Sequence[Dim],
+    dtype: str | None,
+    device: str | None,
+    sparse_dim: Dim | None,
+    feature_dim: Dim | None,
+) -> Tensor:
+    with _backend_selection.set_default_device_ctx(device):
+        out = _verjus.rf_full(dims=dims, fill_value=value, dtype=dtype)
+    if sparse_dim is not None:
+        out.sparse_dim = sparse_dim
+    if feature_dim is not None:
+        out.feature_dim = feature_dim
+    return out
+
+
 def zeros(
     dims: Sequence[Dim],
     *,
@@ -358,13 +375,7 @@ def zeros(
 ) -> Tensor:
     """Zeros over ``dims`` (all of known size), on ``device`` (default: the default
     device), with ``sparse_dim`` (an int dtype) or ``feature_dim`` if given."""
-    with _backend_selection.set_default_device_ctx(device):
-        out = _verjus.rf_full(dims=dims, fill_value=0.0, dtype=dtype)
-    if sparse_dim is not None:
-        out.sparse_dim = sparse_dim
-    if feature_dim is not None:
-        out.feature_dim = feature_dim
-    return out
+    return _filled(0.0, dims, dtype, device, sparse_dim, feature_dim)
 
 
 def ones(
@@ -377,13 +388,7 @@ def ones(
 ) -> Tensor:
     """Ones over ``dims`` (all of known size), on ``device`` (default: the default
     device), with ``sparse_dim`` (an int dtype) or ``feature_dim`` if given."""
-    with _backend_selection.set_default_device_ctx(device):
-        out = _verjus.rf_full(dims=dims, fill_value=1.0, dtype=dtype)
-    if sparse_dim is not None:
-        out.sparse_dim = sparse_dim
-    if feature_dim is not None:
-        out.feature_dim = feature_dim
-    return out
+    return _filled(1.0, dims, dtype, device, sparse_dim, feature_dim)
 
 
 def zeros_like(other: Tensor) -> Tensor:
