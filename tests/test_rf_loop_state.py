@@ -501,3 +501,19 @@ def test_a_state_holding_an_lstm_state_over_the_unsized_batch_dim() -> None:
         )
     with pytest.raises(ValueError, match="State state: assign: at the top, expected a LstmState"):
         State(initial=initial).assign(rf.convert_to_tensor(1.0))
+
+
+def test_assigning_a_value_over_other_dims_is_an_error() -> None:
+    """A value without the state's dims would be broadcast with the old value."""
+    feat, other = rf.Dim(3, name="feat"), rf.Dim(2, name="o")
+    lengths = rf.convert_to_tensor(np.array([2, 1], np.int32), dims=[rf.batch_dim])
+    time = rf.Dim(lengths, name="time")
+    x = rf.convert_to_tensor(np.ones((2, 2, 3), np.float32), dims=[rf.batch_dim, time, feat])
+    state = State(initial=rf.zeros([feat]))
+    with Loop() as loop:
+        for _ in loop:
+            loop.unstack(x)
+            message = r"a value over \['o'\], the state is over \[.*'feat'\]"
+            with pytest.raises(ValueError, match=message):
+                state.assign(rf.zeros([other]))
+            state.assign(rf.zeros([rf.batch_dim, feat]))  # more dims: broadcast, fine

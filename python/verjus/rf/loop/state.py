@@ -98,6 +98,7 @@ class State:
                 _assert_same_structure(f"State {self.name}: assign", self._value, value)
         loops = stepping_loops()
         if loops:
+            self._check_dims(value)
             inner = loops[-1]
             if self in inner._assigned:
                 raise RuntimeError(
@@ -108,6 +109,19 @@ class State:
             for loop in loops:
                 loop._touch(self)
         self._value = value
+
+    def _check_dims(self, value: Any) -> None:
+        """In a loop, a value keeps the state's dims: the masked merge at the step's
+        end would broadcast other dims into a bigger tensor. (It may add dims: an
+        initial state broadcast over the batch.)"""
+        if self._value is None:
+            return
+        for n, o in zip(_flatten(value), _flatten(self._value), strict=True):
+            if isinstance(n, Tensor) and isinstance(o, Tensor) and not set(o.dims) <= set(n.dims):
+                raise ValueError(
+                    f"State {self.name}: assigned a value over {[d.name for d in n.dims]}, "
+                    f"the state is over {[d.name for d in o.dims]}; a loop state keeps its dims"
+                )
 
     def _commit(self, mask: Tensor | None, before: Any) -> None:
         """At a step's end: the assigned value where ``mask`` holds, else the
