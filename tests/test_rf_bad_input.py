@@ -73,3 +73,22 @@ def test_only_a_single_value_has_a_truth_value() -> None:
         bool(x > 1)
     assert bool(rf.reduce_max(x, axis=f) > 1)
     assert not bool(rf.reduce_max(x, axis=f) > 2)
+
+
+def test_modules_name_an_int_given_for_a_dim() -> None:
+    with pytest.raises(TypeError, match=r"rf.LSTM: in_dim must be a Dim .*got int 4"):
+        rf.LSTM(4, 6)
+    with pytest.raises(TypeError, match=r"rf.Linear: out_dim must be a Dim"):
+        rf.Linear(rf.Dim(3, name="in"), 5)
+
+
+def test_loop_refuses_a_negative_max_seq_len() -> None:
+    with pytest.raises(ValueError, match="max_seq_len must be >= 0, got -3"):
+        rf.Loop(max_seq_len=-3)
+
+
+def test_a_negative_dim_size_says_so() -> None:
+    with pytest.raises(ValueError, match="Dim: the size must be >= 0, got -3"):
+        rf.Dim(-3)
+    with pytest.raises(TypeError, match="Dim: dimension must be an int >= 0"):
+        rf.Dim("three")

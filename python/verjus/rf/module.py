@@ -26,6 +26,17 @@ __all__ = ["Embedding", "Functional", "Linear", "Module", "Parameter"]
 M = TypeVar("M", bound="Module")
 
 
+def require_dims(what: str, **dims: object) -> None:
+    """A TypeError naming ``what`` and the argument unless each of ``dims`` is a Dim
+    (a common slip from PyTorch: ``rf.LSTM(4, 6)`` for ``nn.LSTM(4, 6)``)."""
+    for name, dim in dims.items():
+        if not isinstance(dim, Dim):
+            raise TypeError(
+                f"{what}: {name} must be a Dim (e.g. rf.Dim({dim!r}, name={name!r})), "
+                f"got {type(dim).__name__} {dim!r}"
+            )
+
+
 class Module:
     """Base of models: subclasses set parameters and sub-modules as attributes
     and define ``__call__``.
@@ -176,6 +187,7 @@ class Linear(Module):
     ``feature_dim`` is ``out_dim``."""
 
     def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
+        require_dims("rf.Linear", in_dim=in_dim, out_dim=out_dim)
         self.in_dim, self.out_dim, self.with_bias = in_dim, out_dim, with_bias
         self._weight_out_dim = out_dim
         if in_dim == out_dim:

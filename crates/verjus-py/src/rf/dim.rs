@@ -2,7 +2,7 @@
 
 use super::PyTensor;
 use crate::error::to_py_err;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -273,6 +273,9 @@ impl PyDim {
         let name = name.unwrap_or("unnamed");
         match dimension.extract::<usize>() {
             Ok(n) => Ok(PyDim(Dim::new_static(n, name))),
+            Err(_) if dimension.extract::<i64>().is_ok() => Err(PyValueError::new_err(format!(
+                "Dim: the size must be >= 0, got {dimension}"
+            ))),
             Err(_) => Err(PyTypeError::new_err(format!(
                 "Dim: dimension must be an int >= 0, an int Tensor of lengths or None, got {}",
                 dimension.get_type()

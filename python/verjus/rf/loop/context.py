@@ -129,6 +129,8 @@ class Loop:
         max_seq_len: int | Tensor | None = None,
         name: str = "loop",
     ) -> None:
+        if isinstance(max_seq_len, int) and max_seq_len < 0:
+            raise ValueError(f"Loop {name}: max_seq_len must be >= 0, got {max_seq_len}")
         self.name = name
         self.max_seq_len = max_seq_len
         self._axis = axis
@@ -195,6 +197,8 @@ class Loop:
         limit = self.max_seq_len
         if isinstance(limit, Tensor):
             limit = self.max_seq_len = int(limit.numpy())
+            if limit < 0:
+                raise ValueError(f"Loop {self.name}: max_seq_len must be >= 0, got {limit}")
         if limit is not None and i >= limit:
             return False
         if self._axis is not None:
