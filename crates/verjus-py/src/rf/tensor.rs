@@ -499,7 +499,12 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn sparse_dim(&self) -> Option<PyDim> {
-        self.read().meta().sparse_dim.clone().map(PyDim)
+        let c = self.read();
+        let dim = match &c.value {
+            Some(v) => v.sparse_dim(),
+            None => c.template.sparse_dim.as_ref(),
+        };
+        dim.cloned().map(PyDim)
     }
 
     #[setter(sparse_dim)]
@@ -525,7 +530,12 @@ impl PyTensor {
     /// :rtype: Dim | None
     #[getter]
     fn feature_dim(&self) -> Option<PyDim> {
-        self.read().meta().feature_dim.clone().map(PyDim)
+        let c = self.read();
+        let dim = match &c.value {
+            Some(v) => v.feature_dim(),
+            None => c.template.feature_dim.as_ref(),
+        };
+        dim.cloned().map(PyDim)
     }
 
     #[setter(feature_dim)]
