@@ -19,8 +19,7 @@ same values (``Tensor(x)``), so nothing is copied.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -32,17 +31,16 @@ from verjus._verjus import rf_concat as _concat
 from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_full as _full
-from verjus._verjus import rf_get_default_device as _get_default_device
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus._verjus import rf_pad as _pad
 from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus._verjus import rf_reduce_sum as _reduce_sum
 from verjus._verjus import rf_sequence_mask as _sequence_mask
-from verjus._verjus import rf_set_default_device as _set_default_device
 from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_split_dims as _split_dims
 from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
+from verjus.rf.backend import set_default_device_ctx
 from verjus.rf.replace_dim import replace_dim
 
 __all__ = [
@@ -111,19 +109,6 @@ def with_feature_dim(source: Tensor, feature_dim: Dim) -> Tensor:
     out = Tensor(source)
     out.feature_dim = feature_dim
     return out
-
-
-@contextmanager
-def on_device(device: str | None) -> Iterator[None]:
-    """Creates tensors on ``device`` (None: the default device) within the block."""
-    previous = _get_default_device()
-    if device is not None and device != previous:
-        _set_default_device(device)
-    try:
-        yield
-    finally:
-        if _get_default_device() != previous:
-            _set_default_device(previous)
 
 
 def valid_frames(dims: Sequence[Dim], sizes: Sequence[int], op: str) -> np.ndarray:
@@ -201,7 +186,7 @@ def constant(
             dtype = "float32"
     if feature_dim is not None and feature_dim not in dims:
         raise ValueError(f"constant: feature_dim {feature_dim.name} is not one of {names(dims)}")
-    with on_device(device):
+    with set_default_device_ctx(device):
         out = _full(dims=list(dims), fill_value=float(fill_value), dtype=dtype)
         if sparse_dim is not None:
             out = set_sparse_dim(out, sparse_dim)
@@ -633,7 +618,7 @@ def range_over_merged_dims(
     dims = list(dims)
     if not dims:
         raise ValueError("range_over_merged_dims: needs at least one dim")
-    with on_device(device):
+    with set_default_device_ctx(device):
         if len(dims) == 1:
             return _range_over_dim(dims[0], dtype=dtype)
         _, merged = _merge_dims(_full(dims=dims, fill_value=0.0, dtype="bool"), dims=dims)
@@ -688,7 +673,7 @@ def last_frame_position_of_dim(
     lens = dim.dyn_size_ext
     if device is None and allow_scalar_on_cpu and not lens.dims:
         device = "cpu"
-    with on_device(device):
+    with set_default_device_ctx(device):
         return host_tensor(np.maximum(lens.numpy() - 1, 0), lens.dims, lens.dtype, sparse_dim=dim)
 
 
