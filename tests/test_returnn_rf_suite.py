@@ -29,7 +29,7 @@ import pytest
 from returnn_suite.sources import RETURNN_HELPERS, returnn_tests, returnn_version, rf_test_files
 
 # Passing tests reached on this repository's CI environment (no torch): a floor.
-MIN_PASSED = 155
+MIN_PASSED = 160
 STAND_INS = Path(__file__).resolve().parent / "returnn_suite"
 
 

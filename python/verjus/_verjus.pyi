@@ -879,6 +879,18 @@ class RfOptimizer:
     """
     def __init__(self, params: list[Tensor], solver_json: str) -> None: ...
     @property
+    def lr(self) -> float:
+        """The base learning rate; set it between steps (checked, as when made).
+
+        :rtype: float
+        """
+    @property
+    def slot_names(self) -> list[str]:
+        """The names of each parameter's state buffers, in order.
+
+        :rtype: list[str]
+        """
+    @property
     def steps(self) -> int:
         """The number of steps taken.
 
@@ -893,6 +905,35 @@ class RfOptimizer:
         """Clears every parameter's gradient.
 
         :rtype: None
+        """
+    def state(self) -> tuple[int, list[tuple[int, list[np.ndarray]]]]:
+        """The state: the steps taken, and per parameter its steps and buffers
+        (float32 arrays in ``slot_names`` order).
+
+        :rtype: tuple[int, list[tuple[int, list[np.ndarray]]]]
+        """
+    def load_state(self, step: int, slots: list[tuple[int, list[np.ndarray]]]) -> None:
+        """Restores what ``state`` gave (for the same parameters in the same
+        order); a bad state is a ValueError and changes nothing.
+
+        :param int step: the steps taken
+        :param list[tuple[int, list[np.ndarray]]] slots: per parameter, its steps and buffers
+        """
+    def grad_norm(self) -> float:
+        """The global L2 norm of the gradients (computed on the device).
+
+        :rtype: float
+        """
+    def scale_grads(self, factor: float) -> None:
+        """Multiplies every gradient by ``factor``.
+
+        :param float factor: the factor
+        """
+    def clip_grad_values(self, max_value: float) -> None:
+        """Clips every gradient to ``[-max_value, max_value]`` elementwise
+        (``torch.nn.utils.clip_grad_value_``).
+
+        :param float max_value: the limit, finite and > 0
         """
 
 rf_batch_dim: Dim

@@ -8,6 +8,7 @@
     verjus train examples/nets/char_lm.json --data fortunes --lr 2e-3 --batch-size 32 \
         --clip-norm 1.0 --out runs/char_lm
     verjus sample runs/char_lm --prompt "The " --chars 200 --temperature 0.8 --seed 0
+    verjus returnn demo-rf.config ++num_epochs 2
 
 ``train`` prints the training loss and the test loss and accuracy after each
 epoch and keeps a run folder up to date (rewritten atomically after every
@@ -17,6 +18,7 @@ epoch, so an interrupted run leaves usable files): a training checkpoint
 ``verjus.Trainer.resume`` read it), replaced as a whole atomically, and beside
 it ``metrics.jsonl`` (one JSON object per epoch) and ``curves.png``, which the
 checkpoint saves keep.
+``returnn`` runs a RETURNN config file on verjus (``verjus.returnn``).
 ``predict`` prints the accuracy and the confusion matrix of saved weights: a
 run folder alone (it holds its ``network.json``), or a definition and a
 weights file or run folder.
@@ -502,7 +504,23 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--batch-size", type=BATCH_SIZE, default=1000)
     predict.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     predict.set_defaults(run=_predict)
+
+    returnn = commands.add_parser(
+        "returnn", help="run a RETURNN config file (RETURNN's frontend, on verjus)"
+    )
+    returnn.add_argument("config", help="the RETURNN config file")
+    returnn.add_argument(
+        "overrides", nargs=argparse.REMAINDER, help="RETURNN's overrides: ++key value ..."
+    )
+    returnn.set_defaults(run=_returnn)
     return parser
+
+
+def _returnn(args: argparse.Namespace) -> int:
+    from verjus.returnn import run
+
+    run([args.config, *args.overrides])
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

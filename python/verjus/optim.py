@@ -5,8 +5,9 @@ These are settings, not algorithms: each object turns into the Rust solver's
 configuration (``SolverConfig`` JSON), and the update itself runs in Rust as a
 fused op on the parameters' device. The update equations are those of
 ``torch.optim.SGD``, ``Adam`` and ``AdamW`` (see ``crates/verjus-core/src/optim``),
-the same for both uses. A ``Trainer`` applies them to the mean gradient of the
-actual batch:
+the same for both uses (``NAdam``, ``torch.optim.NAdam``'s, is composed
+from elementwise ops in ``crates/verjus-core/src/optim/nadam.rs``). A
+``Trainer`` applies them to the mean gradient of the actual batch:
 
     trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3))
     verjus.optim.SGD(lr=0.1, momentum=0.9, nesterov=True,
@@ -31,6 +32,7 @@ settings once, when it is made.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -38,7 +40,18 @@ from typing import Any
 from verjus._config import dumps_finite
 from verjus._verjus import RfOptimizer, Tensor, check_schedule, check_solver_config
 
-__all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineWarmup", "Optimizer", "Schedule", "StepLR"]
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Constant",
+    "CosineWarmup",
+    "NAdam",
+    "Optimizer",
+    "Schedule",
+    "StepLR",
+    "clip_grad_norm_",
+]
 
 
 # Settings that are counts or flags; every other one is a real number.
@@ -195,6 +208,43 @@ class Optimizer:
         """The number of steps taken over the bound parameters."""
         return self._rf().steps
 
+    def set_lr(self, lr: float) -> None:
+        """Sets the base learning rate from the next step on (a learning-rate
+        control between epochs or steps); checked as when made."""
+        _check_types(type(self).__name__, {"lr": lr})
+        if self._bound is not None:
+            self._bound.lr = lr
+        self.lr = lr
+
+    def clip_grad_value_(self, max_value: float) -> None:
+        """Clips every bound gradient to ``[-max_value, max_value]`` elementwise
+        (``torch.nn.utils.clip_grad_value_``), before ``step``."""
+        self._rf().clip_grad_values(max_value)
+
+    @property
+    def state_slot_names(self) -> list[str]:
+        """The names of the state buffers each bound parameter has."""
+        return list(self._rf().slot_names)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The bound optimizer's state, to save beside the parameters:
+        ``{"steps": n, "slot_names": [...], "params": [(steps, [buffer, ...]), ...]}``
+        (per bound parameter, in the order given; float32 arrays)."""
+        bound = self._rf()
+        steps, params = bound.state()
+        return {"steps": steps, "slot_names": list(bound.slot_names), "params": params}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores what ``state_dict`` gave, for the same parameters; a state of
+        another rule or other parameters is a ValueError and changes nothing."""
+        bound = self._rf()
+        if list(state["slot_names"]) != list(bound.slot_names):
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the state has buffers "
+                f"{list(state['slot_names'])}, this optimizer keeps {list(bound.slot_names)}"
+            )
+        bound.load_state(int(state["steps"]), [(int(n), list(b)) for n, b in state["params"]])
+
 
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay."""
@@ -307,6 +357,69 @@ class AdamW(Adam):
         )
 
 
+class NAdam(Optimizer):
+    """NAdam (``torch.optim.NAdam``): Adam with Nesterov momentum whose factor
+    rises by ``momentum_decay``; ``weight_decay`` is an L2 penalty, or a
+    decoupled decay with ``decoupled_weight_decay``."""
+
+    def __init__(
+        self,
+        params: Iterable[Tensor] | None = None,
+        *,
+        lr: float = 2e-3,
+        betas: Sequence[float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum_decay: float = 0.004,
+        decoupled_weight_decay: bool = False,
+        schedule: Schedule | None = None,
+        clip_norm: float | None = None,
+    ) -> None:
+        super().__init__(lr, schedule, clip_norm)
+        beta1, beta2 = betas
+        self.betas = (float(beta1), float(beta2))
+        self.eps = eps
+        self.weight_decay = weight_decay
+        self.momentum_decay = momentum_decay
+        self.decoupled_weight_decay = decoupled_weight_decay
+        self._bind(params)
+
+    def rule(self) -> dict[str, Any]:
+        """The Rust ``UpdateRule`` as JSON-ready data."""
+        return {
+            "NAdam": {
+                "lr": self.lr,
+                "beta1": self.betas[0],
+                "beta2": self.betas[1],
+                "eps": self.eps,
+                "weight_decay": self.weight_decay,
+                "momentum_decay": self.momentum_decay,
+                "decoupled": self.decoupled_weight_decay,
+            }
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"NAdam(lr={self.lr}, betas={self.betas}, eps={self.eps}, "
+            f"weight_decay={self.weight_decay}, momentum_decay={self.momentum_decay})"
+        )
+
+
+def clip_grad_norm_(optimizers: Sequence[Optimizer], max_norm: float) -> float:
+    """Scales the gradients of the parameters bound to ``optimizers`` (for
+    example one per weight-decay group) together to global L2 norm at most
+    ``max_norm``, as ``torch.nn.utils.clip_grad_norm_``; returns the norm before.
+    A non-finite norm is a ``FloatingPointError``: the loss has diverged."""
+    norm = sum(opt._rf().grad_norm() ** 2 for opt in optimizers) ** 0.5
+    if not math.isfinite(norm):
+        raise FloatingPointError(f"clip_grad_norm_: the gradient norm is {norm}")
+    factor = max_norm / (norm + 1e-6)
+    if factor < 1.0:
+        for opt in optimizers:
+            opt._rf().scale_grads(factor)
+    return norm
+
+
 def from_config(config: dict[str, Any]) -> Optimizer:
     """The optimizer of a Rust ``SolverConfig`` (JSON-ready data, as ``config()``
     writes it; ``Trainer.resume`` reads it from a checkpoint)."""
@@ -330,6 +443,17 @@ def from_config(config: dict[str, Any]) -> Optimizer:
             betas=(rule["beta1"], rule["beta2"]),
             eps=rule["eps"],
             weight_decay=rule["weight_decay"],
+            schedule=schedule,
+            clip_norm=clip_norm,
+        )
+    if kind == "NAdam":
+        return NAdam(
+            lr=rule["lr"],
+            betas=(rule["beta1"], rule["beta2"]),
+            eps=rule["eps"],
+            weight_decay=rule["weight_decay"],
+            momentum_decay=rule["momentum_decay"],
+            decoupled_weight_decay=rule["decoupled"],
             schedule=schedule,
             clip_norm=clip_norm,
         )

@@ -101,7 +101,7 @@ pub use lstm::{lstm, LstmParams};
 pub use mask::{range_over_dim, sequence_mask};
 pub use matmul::matmul;
 pub use normalization::layer_norm;
-pub use optim::Optimizer;
+pub use optim::{Optimizer, SlotState};
 pub use pool::{parse_pool_mode, pool};
 pub use random::{dropout, random_normal, random_uniform, set_random_seed};
 pub use reduce::{argmax, reduce, ReduceMode};

@@ -13,6 +13,7 @@
 use crate::{fmt_dims, RfTensor};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
+use verjus_core::ops::{BinaryOp, UnaryOp};
 use verjus_core::optim::{GradNorm, SolverConfig};
 use verjus_core::{ops, DType, Error, Result, Tensor};
 
@@ -24,6 +25,15 @@ struct Slot {
     /// Updates this parameter has taken (Adam's bias correction uses it; SGD's
     /// velocity starts as the gradient when it is 0).
     steps: u64,
+}
+
+/// One parameter's saved optimizer state: its steps and its buffers (host
+/// tensors, in the rule's slot order).
+pub struct SlotState {
+    /// Updates the parameter has taken.
+    pub steps: u64,
+    /// The rule's buffers.
+    pub buffers: Vec<Tensor>,
 }
 
 /// An optimizer over a fixed list of parameters.
@@ -73,6 +83,152 @@ impl Optimizer {
     /// The number of steps taken.
     pub fn steps(&self) -> u64 {
         self.step
+    }
+
+    /// The base learning rate (before the schedule).
+    pub fn lr(&self) -> f32 {
+        self.config.rule.lr()
+    }
+
+    /// Sets the base learning rate from the next step on, as an engine's
+    /// learning-rate control does between steps or epochs (checked; on error
+    /// the rate is unchanged).
+    pub fn set_lr(&mut self, lr: f32) -> Result<()> {
+        self.config.rule.set_lr(lr)
+    }
+
+    /// The names of the state buffers each parameter has, in order.
+    pub fn slot_names(&self) -> &'static [&'static str] {
+        self.config.rule.slot_names()
+    }
+
+    /// The optimizer's state, on the host: the steps taken, and per parameter
+    /// (in the order given) its steps and buffers (in [`Self::slot_names`] order).
+    pub fn state(&self) -> Result<(u64, Vec<SlotState>)> {
+        let slots = self
+            .slots
+            .iter()
+            .map(|s| {
+                let be = s.param.backend();
+                let buffers = s
+                    .buffers
+                    .iter()
+                    .map(|b| ops::download(&**be, b))
+                    .collect::<Result<_>>()?;
+                Ok(SlotState {
+                    steps: s.steps,
+                    buffers,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok((self.step, slots))
+    }
+
+    /// Restores a state [`Self::state`] gave, for the same parameters in the
+    /// same order: every count, shape and buffer is checked before anything
+    /// changes, so a bad state leaves the optimizer as it was.
+    pub fn load_state(&mut self, step: u64, state: Vec<SlotState>) -> Result<()> {
+        let bad = |msg: String| Error::invalid("optimizer load_state", msg);
+        if state.len() != self.slots.len() {
+            return Err(bad(format!(
+                "state for {} parameters, the optimizer has {}",
+                state.len(),
+                self.slots.len()
+            )));
+        }
+        let names = self.slot_names();
+        let nonnegative = self.config.rule.nonnegative_slots();
+        let mut restored = Vec::with_capacity(state.len());
+        for (i, (slot, saved)) in self.slots.iter().zip(state).enumerate() {
+            if saved.buffers.len() != names.len() {
+                return Err(bad(format!(
+                    "parameter {i}: {} buffers, the rule keeps {} ({names:?})",
+                    saved.buffers.len(),
+                    names.len()
+                )));
+            }
+            let shape = slot.param.var().shape();
+            let be = slot.param.backend();
+            let mut buffers = Vec::with_capacity(names.len());
+            for (name, buffer) in names.iter().zip(saved.buffers) {
+                if buffer.shape() != &shape || buffer.dtype() != DType::F32 {
+                    return Err(bad(format!(
+                        "parameter {i}: buffer {name} is {:?} {}, the parameter is F32 {shape}",
+                        buffer.dtype(),
+                        buffer.shape()
+                    )));
+                }
+                let host = ops::download(&**be, &buffer)?;
+                let values = host.as_slice::<f32>()?;
+                if values.iter().any(|x| !x.is_finite())
+                    || (nonnegative.contains(name) && values.iter().any(|&x| x < 0.0))
+                {
+                    return Err(bad(format!(
+                        "parameter {i}: buffer {name} holds a value it can never hold"
+                    )));
+                }
+                buffers.push(ops::upload(&**be, &host)?);
+            }
+            restored.push((saved.steps, buffers));
+        }
+        for (slot, (steps, buffers)) in self.slots.iter_mut().zip(restored) {
+            slot.steps = steps;
+            slot.buffers = buffers;
+        }
+        self.step = step;
+        Ok(())
+    }
+
+    /// The global L2 norm of the gradients there are (computed on the device,
+    /// one scalar read back); with [`Self::scale_grads`], clipping across
+    /// several optimizers (parameter groups) by one norm.
+    pub fn grad_norm(&mut self) -> Result<f32> {
+        let grads: Vec<Arc<Tensor>> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.param.var().grad())
+            .collect();
+        let Some(be) = self.slots.first().map(|s| s.param.backend().clone()) else {
+            return Ok(0.0);
+        };
+        self.norm.compute(&*be, &grads)
+    }
+
+    /// Multiplies every gradient there is by `factor`.
+    pub fn scale_grads(&self, factor: f32) -> Result<()> {
+        for s in &self.slots {
+            let var = s.param.var();
+            let Some(grad) = var.grad() else { continue };
+            let be = var.backend();
+            let mut scaled = ops::output(&**be, grad.shape(), DType::F32)?;
+            ops::unary(&**be, UnaryOp::Scale(factor), &grad, &mut scaled)?;
+            var.set_grad(scaled)?;
+        }
+        Ok(())
+    }
+
+    /// Clips every gradient there is to `[-max, max]` elementwise
+    /// (`torch.nn.utils.clip_grad_value_`); `max` must be finite and > 0.
+    pub fn clip_grad_values(&self, max: f32) -> Result<()> {
+        if !(max.is_finite() && max > 0.0) {
+            return Err(Error::invalid(
+                "clip_grad_values",
+                format!("the limit must be finite and > 0, got {max}"),
+            ));
+        }
+        for s in &self.slots {
+            let var = s.param.var();
+            let Some(grad) = var.grad() else { continue };
+            let be = var.backend();
+            let bound =
+                |v: f32| ops::upload(&**be, &Tensor::from_vec(Vec::<usize>::new(), vec![v])?);
+            let mut low = ops::output(&**be, grad.shape(), DType::F32)?;
+            ops::binary(&**be, BinaryOp::Max, &grad, &bound(-max)?, &mut low)?;
+            let mut clipped = ops::output(&**be, grad.shape(), DType::F32)?;
+            ops::binary(&**be, BinaryOp::Min, &low, &bound(max)?, &mut clipped)?;
+            var.set_grad(clipped)?;
+        }
+        Ok(())
     }
 
     /// Clears every parameter's gradient.

@@ -148,7 +148,7 @@ from verjus.rf.normalization import (
     normalize,
     rms_norm,
 )
-from verjus.rf.optim import SGD, Adam, AdamW
+from verjus.rf.optim import SGD, Adam, AdamW, NAdam
 from verjus.rf.parametrizations import (
     WeightDropout,
     WeightNoise,
@@ -201,6 +201,7 @@ __all__ = [
     "LstmState",
     "Module",
     "ModuleList",
+    "NAdam",
     "Normalize",
     "Parameter",
     "ParameterList",
@@ -295,6 +296,7 @@ def convert_to_tensor(
     device: str | None = None,
     keep_scalar_on_cpu: bool = False,
     name: str | None = None,
+    _backend: type | None = None,
 ) -> Tensor:
     """A ``Tensor`` holding ``value`` (a numpy array, a number or nested lists).
 
@@ -304,15 +306,16 @@ def convert_to_tensor(
     ``"bool"``; by default floats become float32. ``requires_grad`` (a verjus
     extension) makes the tensor a leaf that ``gradient`` can differentiate by.
     ``device`` creates it there instead of on the default device
-    (``keep_scalar_on_cpu``: a scalar stays on the CPU). A Tensor is returned
-    as it is.
+    (``keep_scalar_on_cpu``: a scalar stays on the CPU; RETURNN's
+    ``_backend=NumpyBackend``: on the CPU, see ``verjus.rf._numpy_backend``). A
+    Tensor is returned as it is.
     """
     if isinstance(value, Tensor):
         return value
     if dims is not None and shape is not None:
         raise ValueError("convert_to_tensor: give dims or shape, not both")
     dims = dims if dims is not None else (shape if shape is not None else ())
-    if keep_scalar_on_cpu and not dims:
+    if (keep_scalar_on_cpu and not dims) or _on_host_backend(_backend):
         device = "cpu"
     if device is not None and device != _verjus.rf_get_default_device():
         with _backend_selection.set_default_device_ctx(device):
@@ -329,6 +332,18 @@ def convert_to_tensor(
     if name is not None:
         tensor.name = name
     return tensor
+
+
+def _on_host_backend(backend: type | None) -> bool:
+    """Whether RETURNN's ``_backend`` option names the numpy (host) backend."""
+    from verjus.rf._backend import Backend
+    from verjus.rf._numpy_backend import NumpyBackend
+
+    if backend is None:
+        return False
+    if not (isinstance(backend, type) and issubclass(backend, Backend)):
+        raise TypeError(f"convert_to_tensor: _backend must be a Backend class, got {backend!r}")
+    return issubclass(backend, NumpyBackend)
 
 
 def _convert(

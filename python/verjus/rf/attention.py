@@ -7,10 +7,11 @@ name.
 The attention itself is one fused native op (``verjus._verjus.
 rf_fused_dot_attention``: scores, key mask, softmax and weighted sum, whose
 backward recomputes the weights), so no score tensor is a frontend tensor. Only
-dropout on the weights (``att_dropout`` while training) needs the weights
-themselves: then the scores, (causal) mask, softmax, dropout and sum run as
-separate rf ops, as RETURNN's generic backend does (self-attention moves the
-keys to their own dim of the same lengths, ``rf.replace_dim``).
+dropout on the weights (``att_dropout`` while training) and keys whose lengths
+differ per query frame (a causal sequence after a state) need more: then the
+scores, (causal) mask, softmax, dropout and sum run as separate rf ops, as
+RETURNN's generic backend does (self-attention moves the keys to their own dim
+of the same lengths, ``rf.replace_dim``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from verjus._verjus import Dim, Tensor
 from verjus.rf.module import Linear, Module
 from verjus.rf.rec import State
 from verjus.rf.replace_dim import replace_dim
+from verjus.rf.rope import _apply_rope as _apply_rope  # RETURNN's module has them
+from verjus.rf.rope import _apply_rope_real as _apply_rope_real
 from verjus.rf.run_ctx import get_run_ctx
 
 __all__ = [
@@ -74,7 +77,12 @@ def dot_attention(
         from verjus.rf.shape_ops import expand_dims
 
         query = expand_dims(query, keys_only)
-    if att_dropout and get_run_ctx().train_flag:
+    drop = att_dropout if get_run_ctx().train_flag else 0.0
+    # The fused op masks the keys by lengths over their own dims; lengths over
+    # the query's dims too (a history per query frame: CausalSelfAttention after
+    # a state) need the separate ops, as does dropout on the weights.
+    per_query = axis.is_dynamic() and not set(axis.dyn_size_ext.dims) <= set(keys.dims)
+    if drop or per_query:
         broadcast = bool(att_dropout_broadcast)
         return _unfused(
             query,
@@ -82,7 +90,7 @@ def dot_attention(
             values,
             key_dim,
             axis,
-            att_dropout,
+            drop,
             broadcast,
             scale,
             causal_query_spatial_dim,
@@ -295,13 +303,11 @@ class CausalSelfAttention(SelfAttentionBase):
 
         q, k, v = self.forward_qkv(source)
         if axis != rf.single_step_dim:
-            if state is not None and (state.accum_axis.dimension or 0) != 0:
-                raise NotImplementedError(
-                    "CausalSelfAttention: a sequence after a non-empty state is not supported;"
-                    " step with axis=rf.single_step_dim"
-                )
-            out = self.attention(q, k, v, kv_axis=axis, causal=axis)
-            return out, CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=axis)
+            if state is None or state.accum_axis.dimension == 0:
+                out = self.attention(q, k, v, kv_axis=axis, causal=axis)
+                return out, CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=axis)
+            k, v, hist_dim, new_state = _after_state(k, v, axis=axis, state=state)
+            return self.attention(q, k, v, kv_axis=hist_dim), new_state
         if state is None:
             raise ValueError(f"{self}: a single step needs state (default_initial_state)")
         k, hist = rf.cum_concat_step(k, prev_accum=state.k_accum, axis=state.accum_axis)
@@ -328,6 +334,29 @@ class CausalSelfAttention(SelfAttentionBase):
             v_accum=rf.zeros([*batch_dims, hist, self.num_heads, self.value_dim_per_head]),
             accum_axis=hist,
         )
+
+
+def _after_state(
+    k: Tensor, v: Tensor, *, axis: Dim, state: CausalSelfAttentionState
+) -> tuple[Tensor, Tensor, Dim, CausalSelfAttentionState]:
+    """Causal attention over a sequence after a non-empty state (RETURNN's
+    ``_causal_self_att_step``): the keys and values follow the state's, per
+    sequence, and frame ``t`` attends the state's frames and its own sequence's
+    up to ``t``: a history dim whose lengths are over ``axis`` too.
+
+    :return: the keys and values over the history dim, that dim, and the new
+        state (the keys and values over the state's frames and ``axis``)
+    """
+    from verjus import rf
+
+    k, concat_dim = rf.concat((state.k_accum, state.accum_axis), (k, axis))
+    v, _ = rf.concat((state.v_accum, state.accum_axis), (v, axis), out_dim=concat_dim)
+    new_state = CausalSelfAttentionState(k_accum=k, v_accum=v, accum_axis=concat_dim)
+    hist_lens = rf.combine_bc(state.accum_axis.get_size_tensor(), "+", rf.range_over_dim(axis))
+    hist_dim = Dim(hist_lens + 1, name=f"{axis.name}:kv")
+    k = rf.replace_dim_v2(k, in_dim=concat_dim, out_dim=hist_dim)
+    v = rf.replace_dim_v2(v, in_dim=concat_dim, out_dim=hist_dim)
+    return k, v, hist_dim, new_state
 
 
 class CrossAttention(Module):

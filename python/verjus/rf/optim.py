@@ -1,4 +1,4 @@
-"""Optimizers for RF parameters: ``SGD``, ``Adam``, ``AdamW``.
+"""Optimizers for RF parameters: ``SGD``, ``Adam``, ``AdamW``, ``NAdam``.
 
 They are ``verjus.optim``'s classes, the ones a ``Trainer`` takes, given the
 parameters first: ``rf.Adam(model.parameters(), lr=1e-3)``. The updates run in
@@ -10,6 +10,6 @@ schedules and clipping). A step: ``opt.zero_grad()``, ``loss.backward()``,
 
 from __future__ import annotations
 
-from verjus.optim import SGD, Adam, AdamW
+from verjus.optim import SGD, Adam, AdamW, NAdam
 
-__all__ = ["SGD", "Adam", "AdamW"]
+__all__ = ["SGD", "Adam", "AdamW", "NAdam"]

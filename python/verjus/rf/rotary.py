@@ -8,16 +8,21 @@ pairs ``(x[2i], x[2i + 1])`` are turned by the angle ``p * d_i`` of their
 position ``p``, with the angles of RETURNN's
 ``sinusoidal_positional_encoding`` (``base = 10000 ** (1 - 2 / D)``, ``D`` the
 key dim per head, which gives the usual RoPE frequencies ``10000 ** (-2 i / D)``).
-The rotation is composed of rf ops (``split_dims``, products with the constant
-``sin`` / ``cos`` tables, ``concat``, ``merge_dims``), so it is on the tape;
-the attention is ``dot_attention`` as in the base classes.
+The rotation is ``verjus.rf.rope``'s, composed of rf ops, so it is on the
+tape; the attention is ``dot_attention`` as in the base classes.
 """
 
 from __future__ import annotations
 
 from verjus._verjus import Dim, Tensor
-from verjus.rf.attention import CausalSelfAttention, CausalSelfAttentionState, SelfAttention
+from verjus.rf.attention import (
+    CausalSelfAttention,
+    CausalSelfAttentionState,
+    SelfAttention,
+    _after_state,
+)
 from verjus.rf.positional_encoding import sinusoidal_positional_encoding
+from verjus.rf.rope import _apply_rope
 
 __all__ = ["RotaryPosCausalSelfAttention", "RotaryPosSelfAttention"]
 
@@ -29,40 +34,6 @@ def _rope_table(spatial_dim: Dim, feat_dim: Dim) -> Tensor:
         feat_dim=feat_dim,
         base=10_000 ** (1 - 2 / feat_dim.dimension),
     )
-
-
-def _apply_rope(x: Tensor, pos_enc: Tensor, feat_dim: Dim) -> Tensor:
-    """RoPE of ``x`` along ``feat_dim`` (RETURNN's ``_apply_rope``): each pair
-    ``(x[2i], x[2i + 1])``, read as the complex number ``re + i im``, is
-    multiplied by ``cos + i sin`` of ``pos_enc`` (``sin`` in the first half of
-    ``feat_dim``, ``cos`` in the second).
-
-    :param x: ``{..., feat_dim}`` (with the positions' dims, e.g. time)
-    :param pos_enc: ``{..., feat_dim}``, as ``sinusoidal_positional_encoding``
-    :param feat_dim: static, even
-    :return: ``x`` rotated, over ``x``'s dims (plus ``pos_enc``'s other dims)
-    """
-    from verjus import rf
-
-    if feat_dim not in x.dims or feat_dim not in pos_enc.dims:
-        raise ValueError(
-            f"apply_rope: feat_dim {feat_dim.name} must be a dim of x "
-            f"{[d.name for d in x.dims]} and of pos_enc {[d.name for d in pos_enc.dims]}"
-        )
-    half = feat_dim.div_left(2)
-    sin, cos = rf.split(pos_enc, axis=feat_dim, out_dims=[half, half])
-    pair = Dim(2, name="complex")
-    pairs = rf.split_dims(x, axis=feat_dim, dims=(half, pair))
-    re = rf.gather(pairs, indices=0, axis=pair)
-    im = rf.gather(pairs, indices=1, axis=pair)
-    one_re, one_im = Dim(1, name="re"), Dim(1, name="im")
-    rotated, _ = rf.concat(
-        (rf.expand_dim(re * cos - im * sin, one_re), one_re),
-        (rf.expand_dim(re * sin + im * cos, one_im), one_im),
-        out_dim=pair,
-    )
-    out, _ = rf.merge_dims(rotated, dims=(half, pair), out_dim=feat_dim)
-    return out
 
 
 class RotaryPosSelfAttention(SelfAttention):
@@ -90,9 +61,9 @@ class RotaryPosCausalSelfAttention(CausalSelfAttention):
     def __call__(
         self, source: Tensor, axis: Dim, *, state: CausalSelfAttentionState | None = None
     ) -> tuple[Tensor, CausalSelfAttentionState]:
-        """Over a sequence (``state`` None or empty) or one step (this frame's
-        key and value appended to the state's; the query is rotated by its
-        position, the last of the history).
+        """Over a sequence (after ``state``, if not empty) or one step (this
+        frame's key and value appended to the state's; the query is rotated by
+        its position, the last of the history).
 
         :return: the output and the new state
         """
@@ -101,11 +72,8 @@ class RotaryPosCausalSelfAttention(CausalSelfAttention):
         feat = self.key_dim_per_head
         q, k, v = self.forward_qkv(source)
         if axis != rf.single_step_dim:
-            if state is not None and (state.accum_axis.dimension or 0) != 0:
-                raise NotImplementedError(
-                    "RotaryPosCausalSelfAttention: a sequence after a non-empty state is not"
-                    " supported; step with axis=rf.single_step_dim"
-                )
+            if state is not None and state.accum_axis.dimension != 0:
+                return self._after_state(q, k, v, axis=axis, state=state)
             pos_enc = _rope_table(axis, feat)
             att = self.attention(
                 _apply_rope(q, pos_enc, feat),
@@ -125,6 +93,23 @@ class RotaryPosCausalSelfAttention(CausalSelfAttention):
         pos_enc = _rope_table(hist, feat)
         last = _last_position(hist)
         q = _apply_rope(q, rf.gather(pos_enc, indices=last, axis=hist), feat)
+        k = _apply_rope(k, pos_enc, feat)
+        return self.attention(q, k, v, kv_axis=hist), new_state
+
+    def _after_state(
+        self, q: Tensor, k: Tensor, v: Tensor, *, axis: Dim, state: CausalSelfAttentionState
+    ) -> tuple[Tensor, CausalSelfAttentionState]:
+        """A sequence after a non-empty state (RETURNN's): the history as in
+        ``CausalSelfAttention``, the keys rotated by their history positions, the
+        queries by theirs (after the state's frames)."""
+        from verjus import rf
+
+        feat = self.key_dim_per_head
+        k, v, hist, new_state = _after_state(k, v, axis=axis, state=state)
+        pos_enc = _rope_table(hist, feat)
+        start = state.accum_axis.get_size_tensor()
+        q_pos_enc, _ = rf.slice(pos_enc, axis=hist, start=start, out_dim=axis)
+        q = _apply_rope(q, q_pos_enc, feat)
         k = _apply_rope(k, pos_enc, feat)
         return self.attention(q, k, v, kv_axis=hist), new_state
 

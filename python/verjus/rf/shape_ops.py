@@ -200,8 +200,8 @@ def stack(sources: Sequence[Tensor], *, out_dim: Dim | None = None) -> tuple[Ten
     dim.
 
     :param sources: the tensors
-    :param out_dim: the new dim (static, of size ``len(sources)``); by default a
-        new one
+    :param out_dim: the new dim, of axis size ``len(sources)`` (static, or dynamic
+        with that longest sequence, as RETURNN allows); by default a new one
     :return: ``(stacked, out_dim)``, dims ``[out_dim, *sources[0].dims]``
     """
     if not sources:
@@ -215,9 +215,9 @@ def stack(sources: Sequence[Tensor], *, out_dim: Dim | None = None) -> tuple[Ten
             )
     if out_dim is None:
         out_dim = Dim(len(sources), name="stack")
-    elif out_dim.dimension != len(sources):
+    elif out_dim.axis_size != len(sources):
         raise ValueError(
-            f"stack: out_dim {out_dim!r} must be static of size {len(sources)} (the sources)"
+            f"stack: out_dim {out_dim!r} must have the axis size {len(sources)} (the sources)"
         )
     one = Dim(1, name="stack_entry")
     pieces = [(_expand_dim(src, one), one) for src in sources]

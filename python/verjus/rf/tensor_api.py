@@ -214,24 +214,52 @@ class TensorApi:
         mask = rf.sequence_mask(dims)
         return rf.where(mask, self, mask_value)
 
-    def copy_compatible_to(self: Any, template: Any, **_kwargs: Any) -> Tensor:
-        """The values over ``template``'s dims: transposed, and broadcast (expanded) over
-        the dims it lacks."""
-        return TensorApi.copy_compatible_to_dims(self, template.dims)
+    def copy_compatible_to(
+        self: Any,
+        data: Any,
+        add_dims: bool = True,
+        unbroadcast: bool = False,
+        except_feature: bool = False,
+        except_axis: Any = None,
+        check_sparse: bool = True,
+        check_dtype: bool = True,
+    ) -> Tensor:
+        """The values over ``data``'s dims, in its order (RETURNN's): a dim this tensor
+        lacks is added as a broadcast dim of size 1 (a new one, unless the dim has
+        size 1), or the dim itself with the values repeated where ``unbroadcast``
+        (but for ``data``'s feature dim with ``except_feature`` and for
+        ``except_axis``). ``data``'s feature dim position is kept, and the sparse dim.
 
-    def copy_compatible_to_dims(self: Any, dims: Sequence[Dim]) -> Tensor:
-        """The values over ``dims`` (a superset of the tensor's dims), transposed and expanded."""
-        rf = _rf()
-        missing = [d for d in self.dims if d not in dims]
-        if missing:
-            raise ValueError(
-                f"copy_compatible_to_dims: {self!r} has dims {missing} not in {list(dims)}"
-            )
-        out = self
-        for d in dims:
-            if d not in out.dims:
-                out = rf.expand_dim(out, dim=d)
-        return out.copy_transpose(list(dims))
+        :param data: the template, over a superset of this tensor's dims
+        :param add_dims: else a missing dim is an error
+        :param check_sparse: both sparse or both not
+        :param check_dtype: the same dtype
+        """
+        if check_sparse and (self.sparse_dim is None) != (data.sparse_dim is None):
+            raise ValueError(f"copy_compatible_to: {self!r} and {data!r} differ in sparsity")
+        if check_dtype and self.dtype != data.dtype:
+            raise ValueError(f"copy_compatible_to: {self!r} and {data!r} differ in dtype")
+        keep = set()
+        if except_feature and data.feature_dim is not None:
+            keep.add(data.feature_dim)
+        if except_axis is not None:
+            keep.add(data.dims[TensorApi.get_axis_from_description(data, except_axis)])
+        out = _compatible(self, data.dims, add_dims, lambda d: unbroadcast and d not in keep)
+        if self.sparse_dim is None:
+            axis = data.feature_dim_axis
+            out.feature_dim = out.dims[axis] if axis is not None else None
+        return out
+
+    def copy_compatible_to_dims(
+        self: Any, dims: Sequence[Dim], *, add_dims: bool = True, unbroadcast: bool = False
+    ) -> Tensor:
+        """The values over ``dims`` (a superset of the tensor's dims), in their order
+        (RETURNN's): a missing dim is added as a new broadcast dim of size 1, or as
+        itself, the values repeated, with ``unbroadcast``.
+
+        :param add_dims: else a missing dim is an error
+        """
+        return _compatible(self, dims, add_dims, lambda _d: unbroadcast, True)
 
     def copy_compatible_to_dims_raw(self: Any, dims: Sequence[Dim]) -> np.ndarray:
         """The values as an array broadcastable to ``dims`` (size 1 where a dim is missing)."""
@@ -293,6 +321,39 @@ class TensorApi:
 
     def __abs__(self: Any) -> Tensor:
         return _rf().abs(self)
+
+
+def _compatible(
+    x: Any,
+    dims: Sequence[Dim],
+    add_dims: bool,
+    expand: Callable[[Dim], bool],
+    new_size1: bool = False,
+) -> Tensor:
+    """``x`` transposed to ``dims``, each missing dim ``d`` added as itself if
+    ``expand(d)``, else as a size-1 dim (``d`` itself if of size 1, unless
+    ``new_size1``)."""
+    rf = _rf()
+    dims = list(dims)
+    extra = [d for d in x.dims if d not in dims]
+    if extra:
+        raise ValueError(f"copy_compatible_to: {x!r} has dims {extra} not in {dims}")
+    out = x
+    for i, d in enumerate(dims):
+        if d in x.dims:
+            continue
+        if not add_dims:
+            raise ValueError(f"copy_compatible_to: {d!r} of {dims} is not in {x!r}")
+        if not expand(d) and (new_size1 or d.dimension != 1):
+            name = f"{d.name}_bc_dim1" if new_size1 else f"{d.name}_dummy_dim1"
+            if DimApi.is_batch_dim(d) and not new_size1:
+                name = "batch-broadcast"
+            dims[i] = d = Dim(1, name=name)
+        out = rf.expand_dim(out, dim=d)
+    out = out.copy_transpose(dims)
+    if x.sparse_dim is not None and out.sparse_dim != x.sparse_dim:
+        out.sparse_dim = x.sparse_dim
+    return out
 
 
 class DimApi:

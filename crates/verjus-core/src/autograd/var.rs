@@ -157,6 +157,23 @@ impl Var {
         *lock(&self.0.grad) = None;
     }
 
+    /// Replaces the accumulated gradient by `g` of the variable's shape (what
+    /// clipping a gradient by value does).
+    pub fn set_grad(&self, g: Tensor) -> Result<()> {
+        if g.shape() != &self.shape() {
+            return Err(Error::invalid(
+                "set_grad",
+                format!(
+                    "gradient of shape {}, variable of {}",
+                    g.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        *lock(&self.0.grad) = Some(Arc::new(g));
+        Ok(())
+    }
+
     /// Adds `g` to the gradient slot.
     pub(crate) fn accumulate_grad(&self, g: Tensor) -> Result<()> {
         let mut slot = lock(&self.0.grad);

@@ -43,11 +43,7 @@ pub struct GradNorm {
 
 impl GradNorm {
     /// `sqrt(sum over all gradients of sum(g²))`, computed on `be`'s device.
-    pub(super) fn compute<G: Borrow<Tensor>>(
-        &mut self,
-        be: &dyn Backend,
-        grads: &[G],
-    ) -> Result<f32> {
+    pub fn compute<G: Borrow<Tensor>>(&mut self, be: &dyn Backend, grads: &[G]) -> Result<f32> {
         if grads.is_empty() {
             return Ok(0.0);
         }

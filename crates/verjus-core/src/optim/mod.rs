@@ -1,5 +1,5 @@
 //! Optimizers, written once for every frontend: the update rules ([`Sgd`],
-//! [`Adam`]/AdamW), learning-rate [`LrSchedule`]s and gradient clipping by
+//! [`Adam`]/AdamW, [`NAdam`]), learning-rate [`LrSchedule`]s and gradient clipping by
 //! global norm, with their settings as data ([`SolverConfig`], serde).
 //!
 //! The static graph's solver (`verjus_nn::solver::Solver`) and the RF
@@ -18,6 +18,7 @@
 mod adam;
 mod clip;
 mod config;
+mod nadam;
 mod plan;
 mod rule;
 mod schedule;
@@ -26,6 +27,7 @@ mod sgd;
 pub use adam::Adam;
 pub use clip::{clip_factor, GradNorm};
 pub use config::SolverConfig;
+pub use nadam::NAdam;
 pub use plan::StepPlan;
 pub use rule::UpdateRule;
 pub use schedule::LrSchedule;

@@ -3,7 +3,7 @@
 //! An enum rather than a trait object, so that a solver's configuration is plain
 //! data (serde) that a checkpoint can store beside its state.
 
-use super::{Adam, Sgd, StepPlan};
+use super::{Adam, NAdam, Sgd, StepPlan};
 use crate::{Backend, Result, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub enum UpdateRule {
     Sgd(Sgd),
     Adam(Adam),
+    NAdam(NAdam),
 }
 
 impl From<Sgd> for UpdateRule {
@@ -26,13 +27,34 @@ impl From<Adam> for UpdateRule {
     }
 }
 
+impl From<NAdam> for UpdateRule {
+    fn from(n: NAdam) -> Self {
+        UpdateRule::NAdam(n)
+    }
+}
+
 impl UpdateRule {
     /// The base learning rate.
     pub fn lr(&self) -> f32 {
         match self {
             UpdateRule::Sgd(s) => s.lr,
             UpdateRule::Adam(a) => a.lr,
+            UpdateRule::NAdam(n) => n.lr,
         }
+    }
+
+    /// Sets the base learning rate (checked with the other hyperparameters);
+    /// on error the rule is unchanged.
+    pub fn set_lr(&mut self, lr: f32) -> Result<()> {
+        let mut changed = *self;
+        match &mut changed {
+            UpdateRule::Sgd(s) => s.lr = lr,
+            UpdateRule::Adam(a) => a.lr = lr,
+            UpdateRule::NAdam(n) => n.lr = lr,
+        }
+        changed.validate()?;
+        *self = changed;
+        Ok(())
     }
 
     /// Checks the hyperparameters.
@@ -40,6 +62,7 @@ impl UpdateRule {
         match self {
             UpdateRule::Sgd(s) => s.validate(),
             UpdateRule::Adam(a) => a.validate(),
+            UpdateRule::NAdam(n) => n.validate(),
         }
     }
 
@@ -48,6 +71,7 @@ impl UpdateRule {
         match self {
             UpdateRule::Sgd(s) => s.slot_names(),
             UpdateRule::Adam(a) => a.slot_names(),
+            UpdateRule::NAdam(n) => n.slot_names(),
         }
     }
 
@@ -56,7 +80,7 @@ impl UpdateRule {
     pub fn nonnegative_slots(&self) -> &'static [&'static str] {
         match self {
             UpdateRule::Sgd(_) => &[],
-            UpdateRule::Adam(_) => &["v"],
+            UpdateRule::Adam(_) | UpdateRule::NAdam(_) => &["v"],
         }
     }
 
@@ -75,6 +99,7 @@ impl UpdateRule {
         match self {
             UpdateRule::Sgd(s) => s.update(be, plan, steps, param, grad, slots),
             UpdateRule::Adam(a) => a.update(be, plan, steps, param, grad, slots),
+            UpdateRule::NAdam(n) => n.update(be, plan, steps, param, grad, slots),
         }
     }
 }

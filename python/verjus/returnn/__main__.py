@@ -1,0 +1,7 @@
+"""``python -m verjus.returnn CONFIG [++key value ...]``."""
+
+import sys
+
+from verjus.returnn import main
+
+sys.exit(main())
