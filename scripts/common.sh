@@ -37,8 +37,10 @@ trap on_exit EXIT
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 # Python packages the build, the tests and the main job use (pinned, from PyPI).
-# RETURNN (pure Python; tests/test_returnn_rf_suite.py runs its rf tests on verjus).
+# RETURNN (pure Python; tests/test_returnn_rf_suite.py runs its rf tests on verjus,
+# tests/test_returnn_engine.py its configs) and h5py for its HDF output files.
 RETURNN_PACKAGE=returnn==1.20261022.211313
+H5PY_PACKAGE=h5py==3.15.1
 # NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(

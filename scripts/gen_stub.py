@@ -277,6 +277,10 @@ def write_class(stub: Stub, name: str, cls: type) -> None:
                 signature, _, comment = tail.partition("  # ")
                 stub.typed(signature)
                 stub.add(f"    def {key}{signature}: ...{'  # ' + comment if comment else ''}")
+        elif isinstance(value, type):  # a class attribute naming a class (``Dim.Types``)
+            stub.add(f"    {key}: type[{value.__name__}]")
+        elif isinstance(value, str):  # a constant (``DimTypes.Feature``)
+            stub.add(f"    {key}: str")
         else:
             raise StubError(f"{where}: a member of kind {kinds[key]} the generator does not know")
 

@@ -46,7 +46,7 @@ def test_trains_and_samples(example, fortunes: Path, capsys: pytest.CaptureFixtu
     result = example.main(["--data", str(fortunes), "--epochs", "3", "--max-batches", "8"])
     out = capsys.readouterr().out
     assert out.count("bits/char") == 3
-    assert result.last_loss[-1] < 0.7 * result.first_loss[0]
+    assert result.train_loss[-1] < 0.7 * result.train_loss[0]
     assert result.val_bpc[-1] < result.val_bpc[0]
     assert len(result.samples) == len(example.PROMPTS)
     alphabet = set("".join(WORDS) + ".")

@@ -142,6 +142,24 @@ def test_forward_task_writes_the_outputs(tmp_path):
         assert all(saved[k].shape[1] == 2 for k in saved.files)
 
 
+def test_forward_writes_returnns_hdf(tmp_path):
+    pytest.importorskip("h5py", reason="h5py is not installed (pip install 'verjus[returnn]')")
+    from returnn.datasets.hdf import HDFDataset
+
+    config = write_config(tmp_path)
+    assert verjus_returnn(config, tmp_path, "++num_epochs", "1").returncode == 0
+    out = tmp_path / "out.hdf"
+    done = verjus_returnn(
+        config, tmp_path, "++task", "forward", "++forward_data",
+        "{'class': 'Task12AXDataset', 'num_seqs': 3}", "++output_file", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = HDFDataset(files=[str(out)])  # RETURNN reads it back
+    data.init_seq_order(epoch=1)
+    data.load_seqs(0, 3)
+    assert [data.get_data(i, "data").shape[1] for i in range(3)] == [2, 2, 2]
+
+
 def test_sigkill_mid_epoch_then_rerun_equals_an_uninterrupted_run(tmp_path):
     # Epochs long enough (about 100 steps) to be killed in the middle of one.
     config = write_config(

@@ -24,14 +24,20 @@ VALUE_TOL = {"rtol": 1e-4, "atol": 1e-4}
 GRAD_TOL = {"rtol": 1e-3, "atol": 1e-4}
 
 F, MODEL, LENS = 6, 8, [11, 7, 9]
+NotSet = object()
 
 
 def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def build(m: object, dim_cls: type, *, train: bool = False) -> tuple[object, object]:
-    """The same small encoder in ``m`` (verjus.rf or returnn.frontend)."""
+def build(
+    m: object, dim_cls: type, *, train: bool = False, conv_norm_opts: Any = NotSet
+) -> tuple[object, object]:
+    """The same small encoder in ``m`` (verjus.rf or returnn.frontend); the conv
+    block's norm with ``conv_norm_opts`` (default: ``use_mask=True``)."""
+    if conv_norm_opts is NotSet:
+        conv_norm_opts = {"use_mask": True}
     in_dim = dim_cls(F, name="feat")
     frontend = m.encoder.conformer.ConformerConvSubsample(
         in_dim,
@@ -52,7 +58,7 @@ def build(m: object, dim_cls: type, *, train: bool = False) -> tuple[object, obj
         dropout=drop,
         att_dropout=drop,
         input_dropout=drop,
-        encoder_layer_opts={"conv_norm_opts": {"use_mask": True}},
+        encoder_layer_opts={"conv_norm_opts": conv_norm_opts},
     )
     return enc, in_dim
 
@@ -90,7 +96,15 @@ def make_rv(shape: tuple[int, ...], lens: list[int]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("train", [False, True], ids=["eval", "train-no-dropout"])
-def test_against_returnn_on_its_torch_backend(train: bool) -> None:
+@pytest.mark.parametrize("behavior", ["latest", "v0"])
+def test_against_returnn_on_its_torch_backend(train: bool, behavior: str) -> None:
+    """``latest``: RETURNN's newest behavior version (masked convolution input,
+    consistent "same" padding: what verjus does by itself). ``v0``: behavior
+    version 0, a RETURNN config's without one (RETURNN's demo-rf-pt-benchmark.py):
+    the convolutions and the pooling take the padding frames as they are, the
+    strided "same" padding depends on the padded size and the conv block's
+    BatchNorm (its default ``use_mask``) takes statistics over the padding too;
+    verjus follows RETURNN's behavior version where it is set."""
     torch = pytest.importorskip("torch", reason="RETURNN's rf runs on its torch backend")
     pytest.importorskip("returnn", reason="RETURNN's own ConformerEncoder is the reference")
     import returnn.frontend as rrf
@@ -98,8 +112,12 @@ def test_against_returnn_on_its_torch_backend(train: bool) -> None:
     from returnn.tensor import Dim, Tensor
 
     rrf.select_backend_torch()
-    with returnn_latest_behavior():
-        _compare_with_returnn(torch, rrf, Dim, Tensor, train)
+    if behavior == "latest":
+        with returnn_latest_behavior():
+            _compare_with_returnn(torch, rrf, Dim, Tensor, train)
+    else:
+        with returnn_behavior_version(0):
+            _compare_with_returnn(torch, rrf, Dim, Tensor, train, conv_norm_opts=None)
 
 
 @contextlib.contextmanager
@@ -108,17 +126,33 @@ def returnn_latest_behavior() -> Iterator[None]:
     input, consistent "same" padding: what verjus does), then the old state."""
     from returnn.util.basic import BehaviorVersion
 
+    with returnn_behavior_version(BehaviorVersion._latest_behavior_version):
+        yield
+
+
+@contextlib.contextmanager
+def returnn_behavior_version(version: int) -> Iterator[None]:
+    """RETURNN's behavior ``version`` set for the block, then the old state."""
+    from returnn.util.basic import BehaviorVersion
+
     state = BehaviorVersion._get_state()
-    BehaviorVersion._reset((BehaviorVersion._latest_behavior_version, 0))
+    BehaviorVersion._reset((version, 0))
     try:
         yield
     finally:
         BehaviorVersion._reset(state)
 
 
-def _compare_with_returnn(torch: Any, rrf: Any, Dim: Any, Tensor: Any, train: bool) -> None:  # noqa: N803
-    theirs, t_in = build(rrf, Dim, train=train)
-    mine, m_in = build(rf, rf.Dim, train=train)
+def _compare_with_returnn(
+    torch: Any,
+    rrf: Any,
+    Dim: Any,  # noqa: N803
+    Tensor: Any,  # noqa: N803
+    train: bool,
+    conv_norm_opts: Any = NotSet,
+) -> None:
+    theirs, t_in = build(rrf, Dim, train=train, conv_norm_opts=conv_norm_opts)
+    mine, m_in = build(rf, rf.Dim, train=train, conv_norm_opts=conv_norm_opts)
     t_params = dict(theirs.named_parameters())
     m_params = dict(mine.named_parameters())
     assert sorted(t_params) == sorted(m_params)

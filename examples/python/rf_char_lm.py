@@ -7,19 +7,32 @@
 The recipe of the static-graph char LM (issue 21): ``rf.Embedding`` 64 ->
 ``rf.LSTM`` 256 over a dynamic time dim (each text runs to its own length in the
 fused op) -> ``rf.Linear`` to the vocabulary; Adam lr 2e-3 with the gradient
-clipped to norm 1.0, batches of 32 texts (``verjus.data.TextBatcher``, shuffled
-per epoch from the seed), texts over 512 characters left out, every 20th text
-for validation (``verjus.data.fortunes``). The loss is the cross-entropy per
-real frame (padding frames add nothing), averaged over the real frames of the
-batch. The weights start as PyTorch's layers start theirs (``--init torch``, the
-default; ``--init returnn``: RETURNN's Glorot-uniform weights and zero biases).
-Each epoch prints the validation bits per character (the mean cross-entropy
-over every real validation frame, / ln 2) and its time.
+clipped to norm 1.0, batches of 32 texts, texts over 512 characters left out,
+every 20th text for validation (``verjus.data.fortunes``). The loss is the
+cross-entropy per real frame (padding frames add nothing), averaged over the
+real frames of the batch. The weights start as PyTorch's layers start theirs
+(``--init torch``, the default; ``--init returnn``: RETURNN's Glorot-uniform
+weights and zero biases).
+
+``verjus.engine.Engine``, RETURNN's training engine, runs the epochs as for a
+RETURNN config: each text is a sequence of ``data`` (``<eot>``, then its
+characters) and ``classes`` (its characters, then ``<eot>``); ``ce_step`` marks
+the cross-entropy of each frame, its mean over the batch's real frames
+optimized. The batches are ``verjus.data.TextBatcher``'s, made RETURNN's way:
+the texts in ``laplace:.3200`` order (per epoch a random order cut into buckets
+of 3200 texts, each sorted by length), 32 at a time, and the epoch's batches
+shuffled (``online_shuffle_batches``), so a batch holds texts of similar length
+and the lengths of successive batches vary. After each epoch the same step
+scores the validation texts (train flag off); the line printed gives their bits
+per character (the mean cross-entropy over every real validation frame, / ln 2),
+the mean training loss (per real frame) and the time.
 
 Measured (3 epochs, seed 0, 2 cores under heavy load): ``--init torch``
-2.957 / 2.738 / 2.611 bits per character (PyTorch with this recipe: 3.00 /
-2.77 / 2.60); ``--init returnn`` 3.163 / 2.865 / 2.688. About 66 s of CPU time
-per epoch.
+2.949 / 2.695 / 2.577 bits per character through the engine, 2.957 / 2.738 /
+2.611 with the hand-written training loop it replaced, in about the same time
+(one epoch each, alternating: 125-130 against 118-136 ms a step); PyTorch with
+this recipe: 3.00 / 2.77 / 2.60. ``--init returnn`` (the loop): 3.163 / 2.865 /
+2.688.
 
 Then it samples a few texts at once, one per prompt, in an ``rf.Loop`` ended per
 entry by ``loop.end`` at ``<eot>``: the LSTM's state (and the embedding of the
@@ -43,18 +56,23 @@ is printed per epoch.
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 import verjus
 from verjus import rf
+from verjus.engine import ArrayDataset, Engine, Source
 
 EMBED, HIDDEN, BATCH, LR, CLIP = 64, 256, 32, 2e-3, 1.0
 MAX_LEN, VAL_EVERY = 512, 20
+POOL = 100  # batches of texts of similar length: the buckets of the order hold POOL batches
 PROMPTS = ("", "The ", "A ", "You will ")
 SAMPLE_CHARS = 300
 
@@ -165,19 +183,26 @@ def to_batch(arrays: tuple[np.ndarray, np.ndarray, np.ndarray], vocab_dim: rf.Di
     )
 
 
+def frame_ce(model: CharLM, inputs: rf.Tensor, targets: rf.Tensor, time: rf.Dim) -> rf.Tensor:
+    """The cross-entropy of each frame, ``[batch_dim, time]``, of the texts
+    ``inputs`` (the next characters: ``targets``)."""
+    initial = model.lstm.default_initial_state(batch_dims=[rf.batch_dim])
+    logits, _ = model(inputs, state=initial, spatial_dim=time)
+    return rf.cross_entropy(
+        estimated=logits, target=targets, axis=model.vocab_dim, estimated_type="logits"
+    )
+
+
 def summed_ce(model: CharLM, batch: Batch) -> rf.Tensor:
     """The cross-entropy summed over the real frames of the batch (a scalar)."""
-    initial = model.lstm.default_initial_state(batch_dims=[rf.batch_dim])
-    logits, _ = model(batch.inputs, state=initial, spatial_dim=batch.time)
-    ce = rf.cross_entropy(
-        estimated=logits, target=batch.targets, axis=model.vocab_dim, estimated_type="logits"
-    )
+    ce = frame_ce(model, batch.inputs, batch.targets, batch.time)
     return rf.reduce_sum(ce, axis=[rf.batch_dim, batch.time])  # masked: padding adds 0
 
 
 def train_step(model: CharLM, opt: rf.Adam, batch: Batch) -> rf.Tensor:
-    """One update on the mean cross-entropy over the batch's real frames;
-    returns that mean (not read here, so nothing waits on it)."""
+    """One update on the mean cross-entropy over the batch's real frames, outside
+    the engine (``benches/char_lm.py`` times it against the other frameworks on
+    the same batches); returns that mean (not read here, so nothing waits on it)."""
     loss = summed_ce(model, batch) * (1.0 / batch.frames)
     opt.zero_grad()
     loss.backward()
@@ -185,14 +210,83 @@ def train_step(model: CharLM, opt: rf.Adam, batch: Batch) -> rf.Tensor:
     return rf.stop_gradient(loss)
 
 
-def evaluate(model: CharLM, batches: Iterator[Batch]) -> float:
-    """Bits per character: the mean cross-entropy over all real frames / ln 2."""
-    rf.init_forward_step_run_ctx()
-    total, frames = rf.zeros([]), 0
-    for batch in batches:
-        total = total + rf.stop_gradient(summed_ce(model, batch))
-        frames += batch.frames
-    return float(total.numpy()) / frames / math.log(2)
+time_dim = rf.Dim(None, name="time")
+
+
+def extern_data(vocab_dim: rf.Dim) -> dict[str, Any]:
+    """The engine's inputs: the texts' ids and the next ids, over one time dim."""
+    ids = {"dims": [rf.batch_dim, time_dim], "sparse_dim": vocab_dim, "dtype": "int32"}
+    return {"data": ids, "classes": dict(ids)}
+
+
+def text_dataset(
+    texts: Sequence[str], vocab: verjus.data.CharVocab, **options: Any
+) -> ArrayDataset:
+    """Per text: ``data``, ``<eot>`` then its characters, and ``classes``, its
+    characters then ``<eot>`` (``TextBatcher``'s inputs and targets)."""
+    eot = np.array([vocab.eot_id], np.int32)
+    ids = [np.asarray(vocab.encode(text), np.int32) for text in texts]
+    return ArrayDataset(
+        {
+            "data": [np.concatenate([eot, seq]) for seq in ids],
+            "classes": [np.concatenate([seq, eot]) for seq in ids],
+        },
+        **options,
+    )
+
+
+class FirstBatches:
+    """``count`` batches of each epoch of ``source`` (``--max-batches``): its first
+    ``count * BATCH`` texts, as every batch holds BATCH texts (in the laplace order
+    the shortest of a random part)."""
+
+    def __init__(self, source: Source, count: int) -> None:
+        self.source, self.count = source, count
+
+    def iter_epoch(self, epoch: int) -> Iterator[dict[str, np.ndarray]]:
+        return itertools.islice(self.source.iter_epoch(epoch), self.count * BATCH)
+
+
+class StepMemory:
+    """Each training step's peak memory (``verjus.memory_stats``): the peaks are
+    reset as a step begins and read as the next one begins (the last one's when
+    the epoch is over), so each covers a step's forward, backward and update."""
+
+    def __init__(self) -> None:
+        self.peaks: list[tuple[int, int]] = []  # (allocator, tape saved) per step
+        self._open = False
+
+    def begin_step(self) -> None:
+        self._close()
+        verjus.reset_peak_memory_stats()
+        self._open = True
+
+    def epoch(self) -> list[tuple[int, int]]:
+        """The peaks of the steps since the last call."""
+        self._close()
+        peaks, self.peaks = self.peaks, []
+        return peaks
+
+    def _close(self) -> None:
+        if self._open:
+            stats = verjus.memory_stats()
+            self.peaks.append((stats["peak_bytes"], stats["tape_saved_peak_bytes"]))
+            self._open = False
+
+
+def ce_step(
+    *,
+    model: CharLM,
+    extern_data: rf.TensorDict,
+    memory: StepMemory | None = None,
+    **_kwargs: Any,
+) -> None:
+    """The engine's ``train_step``: the cross-entropy of each real frame, its mean
+    over the batch optimized (as ``train_step``); ``memory`` measures each training step."""
+    if memory is not None and rf.get_run_ctx().train_flag:
+        memory.begin_step()
+    ce = frame_ce(model, extern_data["data"], extern_data["classes"], time_dim)
+    ce.mark_as_loss("ce", use_normalized_loss=True)
 
 
 def sample(
@@ -250,12 +344,10 @@ def sample(
 
 @dataclass
 class Result:
-    """What a run printed, for tests: per epoch the mean training loss (nats)
-    of its first and last tenth of steps and the validation bits per
-    character; the samples."""
+    """What a run printed, for tests: per epoch the mean training loss (nats
+    per real frame) and the validation bits per character; the samples."""
 
-    first_loss: list[float] = field(default_factory=list)
-    last_loss: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
     val_bpc: list[float] = field(default_factory=list)
     samples: list[str] = field(default_factory=list)
 
@@ -279,58 +371,77 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def make_model(vocab_dim: rf.Dim, args: argparse.Namespace) -> CharLM:
+    """The engine's ``get_model``: the LM with the chosen initialization and
+    regularization."""
+    model = CharLM(vocab_dim)
+    if args.init == "torch":
+        init_like_torch(model)
+    regularize(model, args.weight_dropout, args.weight_noise, args.checkpoint_scope)
+    return model
+
+
 def main(argv: Sequence[str] | None = None) -> Result:
     args = parse_args(argv)
     train_texts, val_texts, vocab = verjus.data.fortunes(args.data, MAX_LEN, VAL_EVERY)
     vocab_dim = rf.Dim(vocab.size, name="vocab")
-    train = verjus.data.TextBatcher(train_texts, vocab, BATCH)
-    val = verjus.data.TextBatcher(val_texts, vocab, BATCH)
-    rf.set_random_seed(args.seed)
-    model = CharLM(vocab_dim)
-    if args.init == "torch":
-        init_like_torch(model)
-    measure_memory = args.weight_dropout > 0 or args.weight_noise > 0 or args.checkpoint_scope
-    regularize(model, args.weight_dropout, args.weight_noise, args.checkpoint_scope)
-    opt = rf.Adam(model.parameters(), lr=LR, clip_norm=CLIP)
-    n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
-    print(
-        f"{len(train_texts)} training texts ({train.tokens} frames), {len(val_texts)} "
-        f"validation, vocabulary {vocab.size}; {n_params} parameters"
+    train: Source = text_dataset(
+        train_texts, vocab, seq_ordering=f"laplace:.{POOL * BATCH}", seed=args.seed
     )
+    if args.max_batches is not None:
+        train = FirstBatches(train, args.max_batches)
+    val = text_dataset(val_texts, vocab, seq_ordering="sorted")
+    measure_memory = args.weight_dropout > 0 or args.weight_noise > 0 or args.checkpoint_scope
+    memory = StepMemory() if measure_memory else None
     result = Result()
-    for epoch in range(args.epochs):
-        rf.init_train_step_run_ctx(train_flag=True)
-        start, cpu = time.perf_counter(), time.process_time()
-        losses, peaks, tape_peaks = [], [], []
-        for step, arrays in enumerate(train.epoch(args.seed, epoch)):
-            if args.max_batches is not None and step >= args.max_batches:
-                break
-            if measure_memory:
-                verjus.reset_peak_memory_stats()
-            losses.append(train_step(model, opt, to_batch(arrays, vocab_dim)))
-            if measure_memory:
-                stats = verjus.memory_stats()
-                peaks.append(stats["peak_bytes"])
-                tape_peaks.append(stats["tape_saved_peak_bytes"])
-        values = [float(v.numpy()) for v in losses]  # read once, after the epoch
-        train_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
-        bpc = evaluate(model, (to_batch(a, vocab_dim) for a in val.epoch(None)))
-        tenth = max(1, len(values) // 10)
-        result.first_loss.append(float(np.mean(values[:tenth])))
-        result.last_loss.append(float(np.mean(values[-tenth:])))
+    cpu_start = time.process_time()
+
+    def report(row: dict[str, Any]) -> None:
+        """After each epoch: the validation bits per character and the line."""
+        nonlocal cpu_start
+        cpu_s = time.process_time() - cpu_start
+        bpc = engine.evaluate(val, name="validation")["ce"] / math.log(2)
+        result.train_loss.append(row["train"]["ce"])
         result.val_bpc.append(bpc)
         line = (
-            f"epoch {epoch + 1}: train loss {np.mean(values):.4f} nats, validation {bpc:.3f} "
-            f"bits/char, {train_s:.1f} s/epoch ({1e3 * train_s / len(values):.0f} ms/step, "
-            f"CPU {cpu_s:.1f} s)"
+            f"epoch {row['epoch']}: train loss {row['train']['ce']:.4f} nats, validation "
+            f"{bpc:.3f} bits/char, {row['seconds']:.1f} s/epoch "
+            f"({1e3 * row['seconds'] / row['steps']:.0f} ms/step, CPU {cpu_s:.1f} s)"
         )
-        if peaks:
-            line += f", peak memory per step {np.mean(peaks) / 2**20:.1f} MiB mean, "
-            line += f"{max(peaks) / 2**20:.1f} MiB max; tape saved peak "
-            line += (
-                f"{np.mean(tape_peaks) / 2**20:.2f} MiB mean, {max(tape_peaks) / 2**20:.2f} MiB max"
-            )
+        if memory is not None:
+            peaks, tape_peaks = np.array(memory.epoch()).T / 2**20
+            line += f", peak memory per step {peaks.mean():.1f} MiB mean, "
+            line += f"{peaks.max():.1f} MiB max; tape saved peak "
+            line += f"{tape_peaks.mean():.2f} MiB mean, {tape_peaks.max():.2f} MiB max"
         print(line)
+        cpu_start = time.process_time()
+
+    engine = Engine(
+        get_model=lambda **_: make_model(vocab_dim, args),
+        train_step=functools.partial(ce_step, memory=memory),
+        extern_data=extern_data(vocab_dim),
+        optimizer={"class": "adam"},
+        learning_rate=LR,
+        gradient_clip_global_norm=CLIP,
+        batch_size=None,
+        max_seqs=BATCH,
+        online_shuffle_batches=math.ceil(len(train_texts) / BATCH),  # all of an epoch's
+        # The texts are in memory: a batch is made in less time than a worker
+        # process would take to ship it, and the steps keep both cores.
+        data_worker="thread",
+        num_epochs=args.epochs,
+        random_seed=args.seed,
+        log=lambda line: None,
+        on_epoch_end=report,
+    )
+    model = engine.init_model()
+    n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
+    frames = sum(len(text) + 1 for text in train_texts)  # with each text's <eot>
+    print(
+        f"{len(train_texts)} training texts ({frames} frames), {len(val_texts)} "
+        f"validation, vocabulary {vocab.size}; {n_params} parameters"
+    )
+    engine.train(train)
     rf.set_random_seed(args.seed)
     prompts = [p for p in PROMPTS if set(p) <= set(vocab.chars)]  # those it can encode
     result.samples = sample(model, vocab, prompts, temperature=args.temperature)

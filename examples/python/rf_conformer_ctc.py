@@ -20,34 +20,58 @@ clipped to norm 5) with a linear warm-up over the first 10 % of the steps and a
 half cosine down to 1e-5. RETURNN's initialization (Glorot-uniform weights,
 zero biases) drawn after ``rf.set_random_seed(seed)``.
 
-Each epoch prints the mean training loss, the test label error rate (greedy
-CTC decoding, ``rf.ctc_greedy_decode``; the summed ``rf.edit_distance`` to the
-references / the summed reference lengths) and the training time.
+``verjus.engine.Engine``, RETURNN's training engine, trains it as for a RETURNN
+config: each strip is a sequence of ``data`` (its columns) and ``classes`` (its
+labels); ``train_step`` marks the loss above. The batches are
+``ImageStrips.plan``'s, made RETURNN's way: the strips in ``laplace:.<20
+batches>`` order (per epoch a random order cut into buckets of 20 batches'
+strips, each sorted by width), ``--batch-size`` at a time (``max_seqs``), and
+the epoch's batches shuffled (``online_shuffle_batches``). The optimizer is
+RETURNN's ``{"class": "adamw"}`` (whose weight decay spares the biases, as
+RETURNN's does), the schedule its ``dynamic_learning_rate``.
+
+After each epoch it prints the mean training loss, the test label error rate
+(greedy CTC decoding, ``rf.ctc_greedy_decode``; the summed ``rf.edit_distance``
+to the references / the summed reference lengths) and the training time.
 ``examples/python/torch_conformer_ctc.py`` is the same in PyTorch (a test
 checks that it computes the same logits from the same weights).
 
 Measured on a 2-core machine (``--epochs 2``, the defaults otherwise; two
 runs, each followed by the PyTorch twin's on 2 threads): test LER 23.02 /
 16.60 % and 22.67 / 16.78 %, 10.7-11.1 s per epoch; the twin 22.99 / 16.46 %,
-13.8-14.4 s per epoch (BENCHMARKS.md, stop 31).
+13.8-14.4 s per epoch (BENCHMARKS.md, stop 31). Those runs had a hand-written
+training loop; through the engine, alternating with that loop on 2 cores
+shared with other work: 21.73 / 15.60 % and 21.84 / 15.89 % in 32-35 s an
+epoch, the loop 22.50 / 16.46 % and 23.07 / 16.69 % in 30-36 s; on an H200
+(``--device cuda``) 16.55-16.75 % after epoch 2 at 3.8-4.2 s an epoch, the loop
+16.46-16.58 % at 3.8-4.1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 import verjus
 from verjus import rf
+from verjus.engine import ArrayDataset, Engine
 from verjus.rf.encoder.conformer import ConformerConvSubsample, ConformerEncoder
 
 LR, MIN_LR, WEIGHT_DECAY, CLIP, WARMUP = 1e-3, 1e-5, 0.01, 5.0, 0.1
 CONV_CHANNELS, CONV_KERNEL, DROPOUT, NUM_CLASSES = 32, 15, 0.1, 10
 EVAL_BATCH = 100
+POOL = 20  # batches of strips of similar width: the buckets of the order hold POOL batches
+
+# The dynamic dims of the engine's inputs: a strip's columns and its labels.
+columns_dim = rf.Dim(None, name="columns")
+label_dim = rf.Dim(None, name="label_positions")
 
 
 class ConformerCtc(rf.Module):
@@ -134,14 +158,36 @@ def ctc_objective(model: ConformerCtc, batch: Batch) -> rf.Tensor:
     return rf.reduce_sum(ctc, axis=batch.batch_dim) * (1.0 / batch.size)
 
 
-def train_step(model: ConformerCtc, opt: rf.AdamW, batch: Batch) -> rf.Tensor:
-    """One update on :func:`ctc_objective`; returns that loss (not read here,
-    so nothing waits on it)."""
-    loss = ctc_objective(model, batch)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    return rf.stop_gradient(loss)
+def extern_data(in_dim: rf.Dim, classes_dim: rf.Dim) -> dict[str, Any]:
+    """The engine's inputs: the strips' columns (``in_dim`` features) and labels
+    (sparse ``classes_dim``)."""
+    return {
+        "data": {"dims": [rf.batch_dim, columns_dim, in_dim], "dtype": "float32"},
+        "classes": {"dims": [rf.batch_dim, label_dim], "sparse_dim": classes_dim, "dtype": "int32"},
+    }
+
+
+def strips_dataset(strips: verjus.data.ImageStrips, **options: Any) -> ArrayDataset:
+    """Per strip: ``data``, its columns ``[k * 28, 28]``, and ``classes``, its
+    ``k`` labels."""
+    pairs = [strips.strip(i) for i in range(len(strips))]
+    return ArrayDataset(
+        {"data": [columns for columns, _ in pairs], "classes": [labels for _, labels in pairs]},
+        **options,
+    )
+
+
+def train_step(*, model: ConformerCtc, extern_data: rf.TensorDict, **_kwargs: Any) -> None:
+    """The engine's step: :func:`ctc_objective` of the batch."""
+    batch = Batch(
+        batch_dim=rf.batch_dim,
+        features=extern_data["data"],
+        columns=columns_dim,
+        labels=extern_data["classes"],
+        label_positions=label_dim,
+        size=rf.batch_dim.get_dim_value(),
+    )
+    ctc_objective(model, batch).mark_as_loss("ctc")
 
 
 def label_error_rate(model: ConformerCtc, strips: verjus.data.ImageStrips) -> float:
@@ -163,11 +209,10 @@ def label_error_rate(model: ConformerCtc, strips: verjus.data.ImageStrips) -> fl
 
 @dataclass
 class Result:
-    """What a run printed, for tests: per epoch the mean training loss of its
-    first and last tenth of steps, the test label error rate and the seconds."""
+    """What a run printed, for tests: per epoch the mean training loss, the
+    test label error rate and the seconds of training."""
 
-    first_loss: list[float] = field(default_factory=list)
-    last_loss: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
     ler: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
@@ -202,6 +247,18 @@ def make_strips(args: argparse.Namespace) -> tuple[verjus.data.ImageStrips, ...]
     return train, test
 
 
+def cosine_warmup(
+    *, global_train_step: int, learning_rate: float, warmup_steps: int, total_steps: int, **_: Any
+) -> float:
+    """The engine's ``dynamic_learning_rate``: ``verjus.optim.CosineWarmup``'s
+    rate of the step, a linear warm-up over ``warmup_steps``, then a half
+    cosine down to MIN_LR at ``total_steps``."""
+    if global_train_step < warmup_steps:
+        return learning_rate * (global_train_step + 1) / warmup_steps
+    done = min((global_train_step - warmup_steps) / max(total_steps - warmup_steps, 1), 1.0)
+    return MIN_LR + (learning_rate - MIN_LR) * 0.5 * (1.0 + math.cos(math.pi * done))
+
+
 def main(argv: Sequence[str] | None = None) -> Result:
     args = parse_args(argv)
     train, test = make_strips(args)
@@ -214,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> Result:
         model,
         train,
         test,
-        lambda opt, arrays: train_step(model, opt, to_batch(arrays, model)),
+        extern_data(model.in_dim, model.wb_dim),
+        train_step,
         lambda strips: label_error_rate(model, strips),
     )
 
@@ -224,19 +282,19 @@ def fit(
     model: rf.Module,
     train: verjus.data.ImageStrips,
     test: verjus.data.ImageStrips,
-    step: Callable[[rf.AdamW, verjus.data.StripBatch], rf.Tensor],
+    inputs: dict[str, Any],
+    step: Callable[..., None],
     test_ler: Callable[[verjus.data.ImageStrips], float],
 ) -> Result:
-    """Trains ``model`` for ``args.epochs`` epochs over ``train`` (AdamW with
-    the warm-up and cosine schedule), ``step(opt, arrays)`` per batch returning
-    its loss; after each epoch prints the mean loss, ``test_ler(test)`` and the
-    seconds. The attention variant (``rf_conformer_att.py``) uses it too."""
-    steps = args.epochs * len(train.plan(args.batch_size, args.seed))
-    schedule = verjus.optim.CosineWarmup(
-        warmup_steps=max(1, int(WARMUP * steps)), total_steps=max(2, steps), min_lr=MIN_LR
-    )
-    opt = rf.AdamW(
-        model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY, schedule=schedule, clip_norm=CLIP
+    """Trains ``model`` with the engine for ``args.epochs`` epochs over ``train``
+    (``inputs``: its ``extern_data``; ``step``: its ``train_step``; AdamW with
+    the warm-up and cosine schedule); after each epoch prints the mean of the
+    first loss marked, ``test_ler(test)`` and the seconds. The attention
+    variant (``rf_conformer_att.py``) uses it too."""
+    batches = math.ceil(len(train) / args.batch_size)
+    steps = args.epochs * batches
+    schedule = functools.partial(
+        cosine_warmup, warmup_steps=max(1, int(WARMUP * steps)), total_steps=max(2, steps)
     )
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters() if p.trainable is not False)
     print(
@@ -244,23 +302,43 @@ def fit(
         f"{args.layers} layers, {args.heads} heads; {n_params} parameters; {args.device}"
     )
     result = Result()
-    for epoch in range(args.epochs):
-        rf.init_train_step_run_ctx(train_flag=True)
+
+    def report(row: dict[str, Any]) -> None:
+        """After each epoch: the test label error rate and the line."""
         start = time.perf_counter()
-        losses = [step(opt, arrays) for arrays in train.batches(args.batch_size, args.seed, epoch)]
-        values = [float(v.numpy()) for v in losses]  # read once, after the epoch
-        train_s = time.perf_counter() - start
         ler = test_ler(test)
-        tenth = max(1, len(values) // 10)
-        result.first_loss.append(float(np.mean(values[:tenth])))
-        result.last_loss.append(float(np.mean(values[-tenth:])))
+        loss = next(iter(row["train"].values()))
+        result.train_loss.append(loss)
         result.ler.append(ler)
-        result.seconds.append(train_s)
+        result.seconds.append(row["seconds"])
         print(
-            f"epoch {epoch + 1}: train loss {np.mean(values):.4f}, test LER {100 * ler:.2f} %, "
-            f"{train_s:.1f} s/epoch ({1e3 * train_s / len(values):.0f} ms/step), "
-            f"{time.perf_counter() - start - train_s:.1f} s test"
+            f"epoch {row['epoch']}: train loss {loss:.4f}, test LER {100 * ler:.2f} %, "
+            f"{row['seconds']:.1f} s/epoch ({1e3 * row['seconds'] / row['steps']:.0f} ms/step), "
+            f"{time.perf_counter() - start:.1f} s test"
         )
+
+    engine = Engine(
+        get_model=lambda **_: model,  # made before, as ``inputs`` holds its dims
+        train_step=step,
+        extern_data=inputs,
+        optimizer={"class": "adamw", "weight_decay": WEIGHT_DECAY},
+        learning_rate=LR,
+        dynamic_learning_rate=schedule,
+        gradient_clip_global_norm=CLIP,
+        batch_size=None,
+        max_seqs=args.batch_size,
+        online_shuffle_batches=batches,  # all of an epoch's
+        # The strips are in memory: a batch is made in less time than a worker
+        # process would take to ship it, and the steps keep both cores.
+        data_worker="thread",
+        num_epochs=args.epochs,
+        device=args.device,
+        random_seed=args.seed,
+        log=lambda line: None,
+        on_epoch_end=report,
+    )
+    order = f"laplace:.{POOL * args.batch_size}"
+    engine.train(strips_dataset(train, seq_ordering=order, seed=args.seed))
     return result
 
 

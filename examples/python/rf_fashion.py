@@ -9,23 +9,28 @@ it needs ``rf.Conv2d`` and ``rf.max_pool``. Both: Adam lr 1e-3, batch 128, input
 in [0, 1], RETURNN's default initialization (Glorot-uniform weights, zero biases)
 drawn after ``rf.set_random_seed(seed)``.
 
-Every op of a step runs in Rust on the autograd tape; per step Python only slices
-the batch out of the numpy arrays and hands it over. The epoch's loss is summed in
-an rf tensor and read once per epoch.
+``verjus.engine.Engine``, RETURNN's training engine, runs the epochs, as for a
+RETURNN config: ``train_step`` marks the cross-entropy (its mean over the batch
+is what Adam minimizes) and, as an error, the misclassified images; after each
+epoch the same step scores the test set with the train flag off, and its error
+rate gives the test accuracy. Every op of a step runs in Rust on the autograd
+tape; the engine batches the arrays in a thread beside the steps.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 import verjus
 from verjus import rf
+from verjus.engine import ArrayDataset, Engine
 
 BATCH = 128
-EVAL_BATCH = 1000
 
 in_dim = rf.Dim(784, name="pixels")
 classes = rf.Dim(10, name="classes")
@@ -75,23 +80,44 @@ def image_dims(model: str) -> list[rf.Dim]:
     return [rf.batch_dim, in_dim] if model == "mlp" else [rf.batch_dim, channel, height, width]
 
 
-def evaluate(model: rf.Module, images: np.ndarray, labels: np.ndarray, dims: list[rf.Dim]) -> float:
-    """Test accuracy, in batches of EVAL_BATCH."""
-    rf.init_forward_step_run_ctx()
-    correct = 0
-    for start in range(0, len(labels), EVAL_BATCH):
-        x = rf.convert_to_tensor(images[start : start + EVAL_BATCH], dims=dims)
-        predicted = rf.reduce_argmax(model(x), axis=classes).numpy()
-        correct += int((predicted == labels[start : start + EVAL_BATCH]).sum())
-    return correct / len(labels)
+def extern_data(model: str) -> dict[str, Any]:
+    """The engine's inputs: the images and their classes."""
+    return {
+        "data": {"dims": image_dims(model), "dtype": "float32"},
+        "classes": {"dims": [rf.batch_dim], "sparse_dim": classes, "dtype": "int32"},
+    }
 
 
-def main() -> None:
+def train_step(*, model: rf.Module, extern_data: rf.TensorDict, **_kwargs: Any) -> None:
+    """The cross-entropy per image (its mean over the batch is optimized) and,
+    reported only, whether the image is misclassified."""
+    logits = model(extern_data["data"])
+    labels = extern_data["classes"]
+    ce = rf.cross_entropy(estimated=logits, target=labels, axis=classes, estimated_type="logits")
+    ce.mark_as_loss("ce", use_normalized_loss=True)
+    (rf.reduce_argmax(logits, axis=classes) != labels).mark_as_loss("error", as_error=True)
+
+
+def dataset(images: np.ndarray, labels: np.ndarray, **options: Any) -> ArrayDataset:
+    """Each image one sequence. The engine batches by padded frames and reads the
+    first axis of an array as time; here that axis is the pixels (MLP) or the one
+    channel (CNN), static dims in ``extern_data``, and the engine gets no frame
+    limit (``batch_size=None``), so ``max_seqs`` alone cuts the batches: BATCH
+    images each, as a batch size counts images."""
+    return ArrayDataset({"data": images, "classes": labels}, **options)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
     parser.add_argument("--epochs", type=int, default=None, help="default: mlp 5, cnn 3")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> list[float]:
+    """Trains and prints a line per epoch; returns the test accuracy of each epoch."""
+    args = parse_args(argv)
     epochs = args.epochs or (5 if args.model == "mlp" else 3)
     if args.model == "cnn" and not (hasattr(rf, "Conv2d") and hasattr(rf, "max_pool")):
         raise SystemExit(
@@ -103,43 +129,44 @@ def main() -> None:
     test_x, test_y = verjus.data.fashion_mnist("test")
     if args.model == "mlp":
         train_x, test_x = train_x.reshape(-1, 784), test_x.reshape(-1, 784)
-    dims = image_dims(args.model)
+    train = dataset(train_x, train_y, seq_ordering="random", seed=args.seed)
+    test = dataset(test_x, test_y)
 
-    rf.set_random_seed(args.seed)
-    model = Mlp() if args.model == "mlp" else Cnn()
+    accuracies: list[float] = []
+
+    def report(row: dict[str, Any]) -> None:
+        """After each epoch: the test accuracy and the line."""
+        start = time.perf_counter()
+        accuracies.append(1.0 - engine.evaluate(test, name="test")["error"])
+        print(
+            f"epoch {row['epoch']}: train loss {row['train']['ce']:.4f}, "
+            f"test accuracy {accuracies[-1]:.4f}, {row['seconds']:.1f} s training "
+            f"({1e3 * row['seconds'] / row['steps']:.2f} ms/step), "
+            f"{time.perf_counter() - start:.1f} s test"
+        )
+
+    engine = Engine(
+        get_model=lambda **_: Mlp() if args.model == "mlp" else Cnn(),
+        train_step=train_step,
+        extern_data=extern_data(args.model),
+        optimizer={"class": "adam"},
+        learning_rate=1e-3,
+        batch_size=None,
+        max_seqs=BATCH,
+        # The images are in memory: a batch is made in less time than a worker
+        # process would take to ship it, and the steps keep both cores.
+        data_worker="thread",
+        num_epochs=epochs,
+        random_seed=args.seed,
+        log=lambda line: None,
+        on_epoch_end=report,
+    )
+    model = engine.init_model()
     n_params = sum(int(np.prod(p.shape)) for p in model.parameters())
     count = f"{epochs} epoch" + ("" if epochs == 1 else "s")
     print(f"{args.model}: {n_params} parameters, {count}, batch {BATCH}, Adam lr 1e-3")
-    opt = rf.Adam(model.parameters(), lr=1e-3)
-    rng = np.random.default_rng(args.seed)
-
-    for epoch in range(1, epochs + 1):
-        rf.init_train_step_run_ctx(train_flag=True)
-        start = time.perf_counter()
-        order = rng.permutation(len(train_y))
-        total = rf.zeros([])
-        steps = 0
-        for first in range(0, len(order), BATCH):
-            rows = order[first : first + BATCH]
-            x = rf.convert_to_tensor(train_x[rows], dims=dims)
-            y = rf.convert_to_tensor(train_y[rows], dims=[rf.batch_dim], sparse_dim=classes)
-            ce = rf.cross_entropy(
-                estimated=model(x), target=y, axis=classes, estimated_type="logits"
-            )
-            loss = rf.reduce_mean(ce, axis=rf.batch_dim)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total = total + rf.stop_gradient(loss)
-            steps += 1
-        train_s = time.perf_counter() - start
-        train_loss = float(total.numpy()) / steps
-        accuracy = evaluate(model, test_x, test_y, dims)
-        print(
-            f"epoch {epoch}: train loss {train_loss:.4f}, test accuracy {accuracy:.4f}, "
-            f"{train_s:.1f} s training ({1e3 * train_s / steps:.2f} ms/step), "
-            f"{time.perf_counter() - start - train_s:.1f} s test"
-        )
+    engine.train(train)
+    return accuracies
 
 
 if __name__ == "__main__":

@@ -579,6 +579,9 @@ class Dim:
     :param str | None description: RETURNN's older name for ``name``
     :param Tensor | None dyn_size_ext: the lengths, instead of ``dimension``
     :param Any vocab: the vocabulary of a class dim (kept as ``dim.vocab``)
+    :param str | None kind: RETURNN's ``Dim.Types`` kind (``Dim.Types.Feature``,
+      ...); accepted and not used: verjus tells a feature dim by the tensor's
+      ``feature_dim``
     """
     def __init__(
         self,
@@ -588,6 +591,7 @@ class Dim:
         description: str | None = None,
         dyn_size_ext: Tensor | None = None,
         vocab: Any = None,
+        kind: str | None = None,
     ) -> None: ...
     @property
     def axis_size(self) -> int | None:
@@ -670,16 +674,16 @@ class Dim:
         :param int n: the amount
         :rtype: Dim
         """
-    def div_left(self, n: int) -> Dim:
+    def div_left(self, n: int | Dim) -> Dim:
         """``self / n``, the size a multiple of ``n`` (e.g. the half of a feature dim).
 
-        :param int n: the divisor, >= 1
+        :param int | Dim n: the divisor, >= 1 (or a static dim of that size)
         :rtype: Dim
         """
-    def div_right(self, n: int) -> Dim:
+    def div_right(self, n: int | Dim) -> Dim:
         """``self / n``, the size a multiple of ``n``.
 
-        :param int n: the divisor, >= 1
+        :param int | Dim n: the divisor, >= 1 (or a static dim of that size)
         :rtype: Dim
         """
     def ceildiv_right(self, n: int) -> Dim:
@@ -696,6 +700,18 @@ class Dim:
         :param int n: the divisor, >= 1
         :rtype: Dim
         """
+    Types: type[DimTypes]
+
+class DimTypes:
+    """RETURNN's kinds of dims, as ``Dim.Types``: names that ``Dim(..., kind=)``
+    accepts.
+    """
+
+    Unspecified: str
+    Batch: str
+    Spatial: str
+    Time: str
+    Feature: str
 
 class Tensor:
     """A tensor whose axes are named by dims (see ``verjus.rf``): ops line
@@ -758,6 +774,14 @@ class Tensor:
         """The feature dim, if set.
 
         :rtype: Dim | None
+        """
+    @property
+    def feature_dim_axis(self) -> int | None:
+        """The axis of ``feature_dim`` in ``dims`` (None without one); assigning
+        an axis (negative from the end) or None sets ``feature_dim``, as
+        RETURNN's ``feature_dim_axis``.
+
+        :rtype: int | None
         """
     @property
     def grad(self) -> Tensor | None:

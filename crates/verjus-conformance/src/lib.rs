@@ -124,6 +124,7 @@ macro_rules! __conformance_list {
             select => $crate::checks::select,
             sgd_update => $crate::checks::sgd_update,
             adam_update => $crate::checks::adam_update,
+            nadam_update => $crate::checks::nadam_update,
             softmax_cross_entropy => $crate::checks::softmax_cross_entropy,
             ctc_loss => $crate::checks::ctc_loss,
             lstm_sequence => $crate::checks::lstm_sequence,

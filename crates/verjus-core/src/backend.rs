@@ -13,8 +13,8 @@ use crate::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
     Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
     DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs,
-    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, NAdamStep, PermutePlan, Pool2dPlan,
+    ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::fmt;
@@ -288,6 +288,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
         v: &mut Tensor,
     ) -> Result<()> {
         unsupported!(self, "adam_update")
+    }
+
+    /// Fused NAdam step; a backend without it gets the step composed from its
+    /// elementwise ops (`ops::nadam_update`).
+    fn nadam_update(
+        &self,
+        step: &NAdamStep,
+        param: &mut Tensor,
+        grad: &Tensor,
+        m: &mut Tensor,
+        v: &mut Tensor,
+    ) -> Result<()> {
+        unsupported!(self, "nadam_update")
     }
 
     /// Fused softmax cross-entropy: per-example losses and optionally the logits' gradient.

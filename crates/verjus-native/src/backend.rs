@@ -8,8 +8,8 @@ use verjus_core::ops::{
     AdamHyper, AttentionArgs, AttentionGrads, AttentionPlan, AxisPlan, BinaryPlan, ConcatPlan,
     Conv2dPlan, CrossEntropyPlan, DepthwiseArgs, DepthwiseGrads, DepthwisePlan, Distribution,
     DropoutPlan, GemmPlan, IndexPlan, LayerNormArgs, LayerNormGrads, LayerNormPlan, LstmArgs,
-    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, PermutePlan, Pool2dPlan, ReducePlan,
-    SelectPlan, SgdHyper, UnaryOp,
+    LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan, NAdamStep, PermutePlan, Pool2dPlan,
+    ReducePlan, SelectPlan, SgdHyper, UnaryOp,
 };
 use verjus_core::{Backend, DType, Device, Result, Shape, Tensor};
 
@@ -227,6 +227,16 @@ impl Backend for NativeBackend {
         v: &mut Tensor,
     ) -> Result<()> {
         optim::adam_update(hp, param, grad, m, v)
+    }
+    fn nadam_update(
+        &self,
+        step: &NAdamStep,
+        param: &mut Tensor,
+        grad: &Tensor,
+        m: &mut Tensor,
+        v: &mut Tensor,
+    ) -> Result<()> {
+        optim::nadam_update(step, param, grad, m, v)
     }
     fn softmax_cross_entropy(
         &self,

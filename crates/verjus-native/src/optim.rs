@@ -9,7 +9,7 @@
 
 use crate::simd::simd;
 use rayon::prelude::*;
-use verjus_core::ops::{AdamHyper, SgdHyper};
+use verjus_core::ops::{AdamHyper, NAdamStep, SgdHyper};
 use verjus_core::{Result, Tensor};
 
 /// Elements per rayon task; also the size below which an update stays on the calling thread.
@@ -172,6 +172,48 @@ fn adam(hp: &AdamHyper, s: &AdamStep, p: &mut [f32], g: &[f32], m: &mut [f32], v
                 *v = b2 * *v + (1.0 - b2) * g * g;
                 let denom = v.sqrt() + eps_scaled;
                 *p -= step_scaled * *m / denom;
+            }
+        },
+    )
+}
+
+/// One NAdam step (the constants worked out by the rule).
+pub(crate) fn nadam_update(
+    s: &NAdamStep,
+    param: &mut Tensor,
+    grad: &Tensor,
+    m: &mut Tensor,
+    v: &mut Tensor,
+) -> Result<()> {
+    let p = param.as_mut_slice::<f32>()?;
+    let g = grad.as_slice::<f32>()?;
+    let (m, v) = (m.as_mut_slice::<f32>()?, v.as_mut_slice::<f32>()?);
+    if p.len() <= CHUNK {
+        nadam(s, p, g, m, v);
+    } else {
+        p.par_chunks_mut(CHUNK)
+            .zip(g.par_chunks(CHUNK))
+            .zip(m.par_chunks_mut(CHUNK))
+            .zip(v.par_chunks_mut(CHUNK))
+            .for_each(|(((p, g), m), v)| nadam(s, p, g, m, v));
+    }
+    Ok(())
+}
+
+fn nadam(s: &NAdamStep, p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32]) {
+    let (b1, b2, scale, l2, decay) = (s.beta1, s.beta2, s.grad_scale, s.l2, s.decay);
+    // As in `adam`: numerator and denominator times sqrt(bias2), one division.
+    let root = s.bias2.sqrt();
+    let (eps_scaled, gc, mc) = (s.eps * root, s.grad_coef * root, s.moment_coef * root);
+    simd(
+        #[inline(always)]
+        || {
+            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m).zip(v) {
+                let g = scale * g + l2 * *p;
+                *p *= decay;
+                *m = b1 * *m + (1.0 - b1) * g;
+                *v = b2 * *v + (1.0 - b2) * g * g;
+                *p -= (mc * *m + gc * g) / (v.sqrt() + eps_scaled);
             }
         },
     )

@@ -19,8 +19,8 @@ use verjus_core::ops::BinaryOp;
 use verjus_core::{Error, Result};
 
 /// Joins `parts` (each a tensor and its dim to join along) into one dim of
-/// the summed size (`out_dim`, or a new dim: static when all parts are,
-/// dynamic when one is). The parts must have the same other dims (in any
+/// the summed size (`out_dim`, or a new dim: static when all parts are, the
+/// sum of their dims by dim arithmetic; dynamic when one is). The parts must have the same other dims (in any
 /// order; they follow the first part's order).
 pub fn concat(parts: &[(RfTensor, Dim)], out_dim: Option<Dim>) -> Result<(RfTensor, Dim)> {
     let Some((first, first_dim)) = parts.first() else {
@@ -56,9 +56,11 @@ pub fn concat(parts: &[(RfTensor, Dim)], out_dim: Option<Dim>) -> Result<(RfTens
         return crate::seq_concat::by_sequence(&raw, &joined, parts, out_dim);
     }
     let out_dim = match out_dim {
-        None if parts.iter().all(|(_, d)| d.static_size().is_some()) => {
-            Dim::new_static(total, "concat")
-        }
+        // The sum by dim arithmetic, as RETURNN: the same parts give the same
+        // dim, and it equals `a + b` written in the model.
+        None if parts.iter().all(|(_, d)| d.static_size().is_some()) => parts[1..]
+            .iter()
+            .try_fold(parts[0].1.clone(), |sum, (_, d)| sum.add_dim(d, false))?,
         None => Dim::new_unknown("concat"),
         Some(d) if d.size().is_none_or(|s| s == total) => d,
         Some(d) => {

@@ -1,6 +1,6 @@
 //! Dim arithmetic, after RETURNN's: `dim + 1`, `1 + dim`, `dim - 1`,
 //! `2 * dim`, `dim // 2`, `dim.ceildiv_right(2)`, `dim.div_left(2)`,
-//! `dim_a + dim_b`.
+//! `dim_a + dim_b`, `dim_a * dim_b`.
 //!
 //! Model code writes the same formula in several places (the out dim of a
 //! subsampling conv, a padded dim) and expects the results to be one dim, so
@@ -28,6 +28,8 @@ pub enum DimMath {
     AddDim { other: u64, left: bool },
     /// `dim * n`.
     Mul { n: i64, left: bool },
+    /// `dim * other`, the other dim by id.
+    MulDim { other: u64, left: bool },
     /// `dim // n`.
     FloorDiv { n: i64 },
     /// `ceil(dim / n)`.
@@ -134,6 +136,39 @@ impl Dim {
             format!("{self}*{n}")
         };
         self.derive(DimMath::Mul { n, left }, &name, move |l| l * n)
+    }
+
+    /// `self * other` (`other * self` when `left`): a dim of its own (a dim of
+    /// size 1 does not fold away, as in RETURNN), static when both are, else
+    /// each entry's length times the static one's size; two dynamic dims
+    /// have no product. `merge_dims` names its merged dim so.
+    pub fn mul_dim(&self, other: &Dim, left: bool) -> Result<Dim> {
+        let key = DimMath::MulDim {
+            other: other.id(),
+            left,
+        };
+        let name = if left {
+            format!("{other}*{self}")
+        } else {
+            format!("{self}*{other}")
+        };
+        let (dynamic, n) = match (self.static_size(), other.static_size()) {
+            (_, Some(n)) => (self, n),
+            (Some(n), None) => (other, n),
+            (None, None) if self.is_dynamic() && other.is_dynamic() => {
+                return Err(Error::invalid(
+                    "Dim",
+                    format!("{self} * {other}: two dynamic dims have no product dim"),
+                ))
+            }
+            (None, None) => return Ok(Dim::new_unknown(&name)),
+        };
+        let n = n as i64;
+        let dynamic = dynamic.clone();
+        self.derive_cached(key, || {
+            Ok(derived("Dim", &dynamic, &name, move |l| l * n)?
+                .unwrap_or_else(|| Dim::new_unknown(&name)))
+        })
     }
 
     /// `self // n`, `n >= 1`; `(dim * n) // n` is `dim`.

@@ -5,7 +5,7 @@
 
 use crate::align::permuted;
 use crate::binary::combine;
-use crate::derive::{derived, host_i64};
+use crate::derive::host_i64;
 use crate::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus_core::autograd::Var;
 use verjus_core::ops::{self, BinaryOp};
@@ -64,8 +64,9 @@ pub fn expand_dim(source: &RfTensor, dim: &Dim) -> Result<RfTensor> {
     }
 }
 
-/// `source` with `dims` merged into one (`out_dim`, or a new dim),
-/// placed where the first of them was. The new dim is static when all of
+/// `source` with `dims` merged into one (`out_dim`, or a new dim: their
+/// product by dim arithmetic), placed where the first of them was; the
+/// feature dim when one of `dims` was. The new dim is static when all of
 /// `dims` are; when the first is dynamic and the rest static, it is dynamic
 /// with lengths `len * product(rest)` (each sequence's frames stay a
 /// prefix); any other dynamic dim would put padding inside the merged dim,
@@ -116,7 +117,13 @@ pub fn merge_dims(
     shape.push(size);
     shape.extend(&sizes.dims()[before + dims.len()..]);
     let var = var.reshape(shape)?;
-    Ok((source.with_value(var, out_dims), out_dim))
+    let merged = source.with_value(var, out_dims);
+    // As RETURNN: merging the feature dim makes the merged dim the feature dim.
+    let merged = match source.feature_dim() {
+        Some(f) if dims.contains(f) => merged.with_feature_dim(Some(out_dim.clone()))?,
+        _ => merged,
+    };
+    Ok((merged, out_dim))
 }
 
 /// The dim `dims` merge into (see [`merge_dims`]).
@@ -143,20 +150,12 @@ fn merged_dim(dims: &[Dim]) -> Result<Dim> {
             ));
         }
     }
-    let tail: Option<usize> = dims[1..].iter().map(Dim::static_size).product();
-    match tail {
-        Some(k) => {
-            let name = if dims.len() == 1 {
-                head.name()
-            } else {
-                "merged"
-            };
-            let k = k as i64;
-            Ok(derived("merge_dims", head, name, |l| l * k)?
-                .unwrap_or_else(|| Dim::new_unknown("merged")))
-        }
-        None => Ok(Dim::new_unknown("merged")),
+    if dims[1..].iter().any(|d| d.static_size().is_none()) {
+        return Ok(Dim::new_unknown("merged"));
     }
+    dims[1..]
+        .iter()
+        .try_fold(head.clone(), |merged, d| merged.mul_dim(d, false))
 }
 
 /// `source` with `axis` split into `dims` (in order, their product the

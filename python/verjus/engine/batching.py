@@ -18,6 +18,8 @@ Each function names the RETURNN function it follows (RETURNN is not imported her
   seeded as ``Dataset._get_random_seed_for_epoch``.
 - :func:`batches`: ``returnn.torch.data.pipeline.LenFilterDataPipe`` followed by
   ``BatchingIterDataPipe``.
+- :func:`shuffle_batches`: ``returnn.torch.data.pipeline.ShufflingDataPipe`` (the
+  config option ``online_shuffle_batches``).
 - :func:`collate`: ``returnn.torch.data.pipeline.collate_batch``.
 - :class:`Prefetcher`: takes the place of the PyTorch ``DataLoader`` that RETURNN
   iterates the batches with; a thread instead of worker processes.
@@ -25,6 +27,7 @@ Each function names the RETURNN function it follows (RETURNN is not imported her
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Iterable, Iterator
@@ -32,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SEQ_ORDERINGS", "Prefetcher", "batches", "collate", "seq_order"]
+__all__ = ["SEQ_ORDERINGS", "Prefetcher", "batches", "collate", "seq_order", "shuffle_batches"]
 
 # The orderings seq_order knows, as RETURNN's config option ``seq_ordering`` writes them.
 SEQ_ORDERINGS = (
@@ -207,6 +210,24 @@ def _batches(
         max_lengths = joined
     if batch:
         yield batch
+
+
+def shuffle_batches(
+    groups: Iterable[list[dict[str, np.ndarray]]], *, buffer_size: int, seed: int
+) -> Iterator[list[dict[str, np.ndarray]]]:
+    """The batches of ``groups`` (:func:`batches`' output) in a random order, as RETURNN's
+    ``ShufflingDataPipe`` gives them for ``online_shuffle_batches``: ``buffer_size`` batches
+    at a time, each such block shuffled (``numpy.random.RandomState(seed)``). With sequences
+    ordered by length in buckets (``seq_ordering`` "laplace") a batch holds sequences of
+    similar length while the lengths of successive batches vary; a buffer that holds a
+    whole epoch shuffles all of its batches."""
+    if not isinstance(buffer_size, int) or buffer_size < 1:
+        raise ValueError(f"buffer_size must be a positive int, got {buffer_size!r}")
+    rng = np.random.RandomState(seed)
+    groups = iter(groups)
+    while block := list(itertools.islice(groups, buffer_size)):
+        rng.shuffle(block)
+        yield from block
 
 
 def collate(batch: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

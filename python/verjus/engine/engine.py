@@ -11,13 +11,18 @@ engine on verjus, usable without RETURNN installed:
                     max_seqs=10, num_epochs=5, model="runs/demo/model")
     engine.train(train=ArrayDataset(...), dev={"dev": ArrayDataset(...)})
 
-Per epoch it batches the training data by padded frames (``batching``), with
-the next batches prepared in a background thread, runs ``train_step`` on each,
+Per epoch it batches the training data by padded frames (``batching``; with
+``online_shuffle_batches`` the batches come shuffled in blocks of that many), with
+the next batches prepared in a worker process (``worker.py``; a thread where
+processes cannot be forked, or with ``data_worker="thread"``), runs
+``train_step`` on each,
 optimizes the sum of the marked losses (RETURNN's ``total_loss``), steps the
 optimizer every ``accum_grad_multiple_step`` batches with gradient clipping by
 value and by global norm, and reports the losses (RETURNN's arithmetic: summed
 over frames, divided by the frame count). After each epoch it scores the dev
-sets, saves a checkpoint (``checkpoints``) and rewrites ``metrics.jsonl`` and
+sets, calls ``on_epoch_end(row)`` with the epoch's metrics row (a script's own
+figures, e.g. a decoder's error rate: what it adds to the row is saved too),
+saves a checkpoint (``checkpoints``) and rewrites ``metrics.jsonl`` and
 ``curves.png`` beside it. Started again with the same ``model`` prefix, it
 continues after the last finished epoch, to the same weights as a run that
 was never interrupted: every epoch's data order and random seed depend only on
@@ -45,9 +50,10 @@ import numpy as np
 import verjus.rf as rf
 from verjus._files import write_text_atomic
 from verjus.engine import checkpoints
-from verjus.engine.batching import Prefetcher, batches, collate
+from verjus.engine.batching import Prefetcher, batches, collate, shuffle_batches
 from verjus.engine.extern_data import ExternData, bind
 from verjus.engine.optimizer import ParamOptimizer
+from verjus.engine.worker import WorkerPrefetcher, can_fork
 from verjus.plot import plot_curves
 
 __all__ = ["Engine", "Source"]
@@ -85,6 +91,7 @@ class Engine:
         batch_size: int | dict[str, int] | None = None,
         max_seqs: int | None = None,
         max_seq_length: int | dict[str, int] | None = None,
+        online_shuffle_batches: int | None = None,
         num_epochs: int = 1,
         model: str | None = None,
         save_interval: int = 1,
@@ -92,6 +99,9 @@ class Engine:
         random_seed: int = 42,
         log: Callable[[str], None] | None = None,
         progress: bool | None = None,
+        data_worker: str = "process",
+        log_steps: bool = False,
+        on_epoch_end: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if accum_grad_multiple_step < 1:
             raise ValueError(
@@ -122,6 +132,14 @@ class Engine:
         self.batch_size = batch_size
         self.max_seqs = max_seqs
         self.max_seq_length = max_seq_length
+        if online_shuffle_batches is not None and not (
+            isinstance(online_shuffle_batches, int) and online_shuffle_batches >= 1
+        ):
+            raise ValueError(
+                f"online_shuffle_batches must be None or an int >= 1 (batches), "
+                f"got {online_shuffle_batches!r}"
+            )
+        self.online_shuffle_batches = online_shuffle_batches
         self.num_epochs = int(num_epochs)
         self.model_prefix = model
         self.save_interval = int(save_interval)
@@ -129,6 +147,11 @@ class Engine:
         self.random_seed = int(random_seed)
         self.log = log or (lambda line: print(line, flush=True))
         self.progress = sys.stderr.isatty() if progress is None else progress
+        if data_worker not in ("process", "thread"):
+            raise ValueError(f"data_worker must be 'process' or 'thread', got {data_worker!r}")
+        self.data_worker = data_worker
+        self.log_steps = log_steps
+        self.on_epoch_end = on_epoch_end
         self.epoch = 0
         self.global_train_step = 0
         self.model: rf.Module | None = None
@@ -194,6 +217,8 @@ class Engine:
             if dev:
                 shown = " ".join(f"{n}: {_format_score(row[n])}" for n in dev)
                 self.log(f"Epoch {epoch} evaluation: {shown}")
+            if self.on_epoch_end is not None:
+                self.on_epoch_end(row)
             self.metrics.append(row)
             if self.model_prefix is not None and (
                 epoch % self.save_interval == 0 or epoch == self.num_epochs
@@ -246,7 +271,7 @@ class Engine:
         begin = time.monotonic()
         bar = _progress(self.progress, f"ep {epoch} train")
         self.opt.zero_grad()
-        with self._batches(train, epoch) as stream:
+        with self._batches(train, epoch, shuffle=True) as stream:
             for raw in stream:
                 step_begin = time.monotonic()
                 extern_data = bind(self.extern, raw, with_targets=True)
@@ -265,7 +290,10 @@ class Engine:
                     self.opt.zero_grad()
                     accumulated = 0
                 step_scores = _add_losses(ctx, sums, norms, errors)
-                computing += time.monotonic() - step_begin
+                step_time = time.monotonic() - step_begin
+                computing += step_time
+                if self.log_steps:
+                    self._log_step(f"ep {epoch} train", steps, step_scores, step_time, begin)
                 frames, padded = frames + _frames(raw)[0], padded + _frames(raw)[1]
                 steps += 1
                 self.global_train_step += 1
@@ -310,14 +338,20 @@ class Engine:
         sums: dict[str, float] = {}
         norms: dict[str, float] = {}
         bar = _progress(self.progress, f"ep {self.epoch} {name} eval")
+        begin = time.monotonic()
         with self._batches(source, self.epoch or 1) as stream:
-            for raw in stream:
+            for step, raw in enumerate(stream):
+                step_begin = time.monotonic()
                 extern_data = bind(self.extern, raw, with_targets=True)
                 rf.init_train_step_run_ctx(
                     train_flag=False, step=self.global_train_step, epoch=self.epoch
                 )
                 self.train_step(model=self.model, extern_data=extern_data)
-                bar(_add_losses(rf.get_run_ctx(), sums, norms, set()))
+                scores = _add_losses(rf.get_run_ctx(), sums, norms, set())
+                if self.log_steps:
+                    prefix = f"ep {self.epoch} {name} eval"
+                    self._log_step(prefix, step, scores, time.monotonic() - step_begin, begin)
+                bar(scores)
         bar(None)
         if not sums:
             raise ValueError(f"evaluate: dataset {name!r} gave no batch")
@@ -352,21 +386,42 @@ class Engine:
 
     # -- helpers ------------------------------------------------------------
 
-    def _batches(self, source: Source, epoch: int, *, with_targets: bool = True) -> Prefetcher:
-        """The epoch's collated batches, prepared in a background thread."""
+    def _batches(
+        self, source: Source, epoch: int, *, with_targets: bool = True, shuffle: bool = False
+    ) -> Prefetcher | WorkerPrefetcher:
+        """The epoch's collated batches, prepared in a worker process (``data_worker``
+        "process", where processes can be forked) or a background thread; with
+        ``shuffle`` (training) in the order of ``online_shuffle_batches``."""
         keys = set(self.extern.keys(with_targets=with_targets))
 
         def produce() -> Iterator[dict[str, np.ndarray]]:
             seqs = ({k: v for k, v in s.items() if k in keys} for s in source.iter_epoch(epoch))
-            for batch in batches(
+            groups = batches(
                 seqs,
                 batch_size=self.batch_size,
                 max_seqs=self.max_seqs,
                 max_seq_length=self.max_seq_length,
-            ):
+            )
+            if shuffle and self.online_shuffle_batches is not None:
+                groups = shuffle_batches(
+                    groups,
+                    buffer_size=self.online_shuffle_batches,
+                    seed=_merge_seeds(epoch, self.random_seed),
+                )
+            for batch in groups:
                 yield collate(batch)
 
+        if self.data_worker == "process" and can_fork():
+            return WorkerPrefetcher(produce)
         return Prefetcher(produce())
+
+    def _log_step(
+        self, prefix: str, step: int, scores: dict[str, float], seconds: float, begin: float
+    ) -> None:
+        """A step's line, as RETURNN's log prints it at verbosity 5."""
+        shown = ", ".join(f"{k} {_format_value(v)}" for k, v in scores.items())
+        elapsed = _hms(time.monotonic() - begin)
+        self.log(f"{prefix}, step {step}, {shown}, {seconds:.3f} sec/step, elapsed {elapsed}")
 
     def _save(self, epoch: int) -> None:
         assert self.model is not None
@@ -475,15 +530,15 @@ def _write_hdf(outputs: Mapping[str, list[np.ndarray]], path: Path) -> None:
     """The default output through RETURNN's ``SimpleHDFWriter`` (RETURNN's forward format)."""
     try:
         from returnn.datasets.hdf import SimpleHDFWriter
-    except ImportError:
+    except ImportError as e:
         raise RuntimeError(
-            f"{path}: writing HDF needs RETURNN (pip install verjus[returnn])"
+            f"{path}: writing HDF needs RETURNN and h5py (pip install 'verjus[returnn]'): {e}"
         ) from None
     seqs = outputs.get("output") or next(iter(outputs.values()))
     first = seqs[0]
     tmp = path.with_name(path.name + ".tmp")
     writer = SimpleHDFWriter(
-        str(tmp), dim=first.shape[-1] if first.ndim >= 2 else None, ndim=first.ndim + 1
+        str(tmp), dim=first.shape[-1] if first.ndim >= 2 else None, ndim=first.ndim
     )
     for i, seq in enumerate(seqs):
         writer.insert_batch(
@@ -515,15 +570,16 @@ def _merge_seeds(*values: int) -> int:
     return zlib.crc32(np.asarray(values, np.int64).tobytes()) & 0x7FFFFFFF
 
 
+def _format_value(v: float) -> str:
+    """A score as RETURNN prints it."""
+    return f"{v:.3e}" if abs(v) > 1e3 or abs(v) < 1e-3 else f"{v:.3f}"
+
+
 def _format_score(score: Mapping[str, float]) -> str:
     """RETURNN's format of scores: ``ce 0.123 fer 0.045`` (one score alone: its value)."""
-
-    def value(v: float) -> str:
-        return f"{v:.3e}" if abs(v) > 1e3 or abs(v) < 1e-3 else f"{v:.3f}"
-
     if len(score) == 1:
-        return value(next(iter(score.values())))
-    return " ".join(f"{k} {value(v)}" for k, v in score.items())
+        return _format_value(next(iter(score.values())))
+    return " ".join(f"{k} {_format_value(v)}" for k, v in score.items())
 
 
 def _hms(seconds: float) -> str:

@@ -24,7 +24,7 @@ HONOURED = {
     "gradient_clip", "gradient_clip_global_norm", "accum_grad_multiple_step", "model",
     "save_interval", "num_epochs", "preload_from_files", "import_model_train_epoch1", "load",
     "load_epoch", "random_seed", "device", "log_verbosity", "log", "batch_size", "max_seqs",
-    "max_seq_length", "batching", "output_file", "behavior_version",
+    "max_seq_length", "batching", "output_file", "behavior_version", "online_shuffle_batches",
 }  # fmt: skip
 # RETURNN options that change how RETURNN trains or runs and that verjus does
 # not honour: named in one warning when a config sets them.
@@ -120,13 +120,27 @@ def _engine(config: Any) -> Any:
         batch_size=config.typed_value("batch_size", None),
         max_seqs=config.typed_value("max_seqs", None),
         max_seq_length=config.typed_value("max_seq_length", None) or None,
+        online_shuffle_batches=_shuffle_buffer(config.typed_value("online_shuffle_batches")),
         num_epochs=config.int("num_epochs", 1),
         model=os.path.expanduser(model) if model else None,
         save_interval=config.int("save_interval", 1),
         device="cuda" if device == "gpu" else device,
         random_seed=config.int("random_seed", 42),
         log=lambda line: print(line, flush=True),
+        log_steps=max(config.int_list("log_verbosity", [3]) or [3]) >= 5,
     )
+
+
+def _shuffle_buffer(option: Any) -> int | None:
+    """RETURNN's ``online_shuffle_batches``: a number of batches, or ``{"buffer_size": n}``."""
+    if isinstance(option, dict):
+        unknown = sorted(set(option) - {"buffer_size"})
+        if unknown:
+            raise ValueError(
+                f"online_shuffle_batches: verjus takes buffer_size only, got {unknown}"
+            )
+        option = option.get("buffer_size")
+    return None if option is None else int(option)
 
 
 def _dataset(config: Any, key: str, init_dataset: Any, **defaults: Any) -> Any:

@@ -5,10 +5,19 @@ and friends); on verjus the backend is verjus, so these calls are accepted and
 select nothing, and the queries say what verjus is: eager, float32 by default,
 int32 for dim sizes and indices. Devices are chosen with
 ``rf.set_default_device``.
+
+RETURNN's behavior version and its ``rf_*`` config options (``rf_use_mask``,
+...) change what some of its ops compute. verjus has no global config of its
+own and behaves as RETURNN's newest version, unless RETURNN's settings are in
+effect in the process (``returnn_behavior_version``: a RETURNN config loaded,
+as ``verjus returnn CONFIG`` does, or a behavior version set): then the ops
+that depend on them follow RETURNN's (``use_mask_default``, ``rf.conv``,
+``rf.pool``, the Conformer's conv-block norm).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -84,15 +93,70 @@ def is_float_dtype(dtype: str) -> bool:
     return dtype.startswith("float") or dtype.startswith("bfloat")
 
 
+def _returnn_config() -> Any:
+    """RETURNN's global config where RETURNN runs a config in this process (its
+    ``returnn.config`` imported and a global config set), else None. RETURNN is
+    not imported for this."""
+    get = getattr(sys.modules.get("returnn.config"), "get_global_config", None)
+    return get(raise_exception=False) if get is not None else None
+
+
+def returnn_behavior_version() -> int | None:
+    """RETURNN's behavior version where RETURNN's settings are in effect in this
+    process (a behavior version set, or a RETURNN config loaded, as ``verjus
+    returnn CONFIG`` does): ``BehaviorVersion.get()``, 0 for a config that sets
+    none, as in RETURNN. None otherwise: verjus's own behavior, RETURNN's newest."""
+    versions = getattr(sys.modules.get("returnn.util.basic"), "BehaviorVersion", None)
+    if versions is None:
+        return None
+    if versions.get_if_set() is None and _returnn_config() is None:
+        return None
+    return versions.get()
+
+
+def behavior_version_at_least(version: int) -> bool:
+    """Whether RETURNN's behavior ``version`` (or a newer one) is in effect (see
+    ``returnn_behavior_version``; True with none)."""
+    current = returnn_behavior_version()
+    return current is None or current >= version
+
+
+def returnn_config_bool(key: str) -> bool | None:
+    """The bool option ``key`` (e.g. ``rf_use_mask``) of RETURNN's global config
+    (see ``returnn_behavior_version``), None where not set or there is none."""
+    config = _returnn_config()
+    if config is None:
+        return None
+    if key in config.typed_dict:
+        value = config.typed_dict[key]
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"config option {key}: expected a bool, got {value!r}")
+        return value
+    if key in config.dict:
+        return config.bool(key, None)
+    return None
+
+
 def use_mask_default(
     *,
     default: bool | None = None,
     default_false_for_behavior_version_up_to: int | None = None,
     func_name: str | None = None,
 ) -> bool | None:
-    """RETURNN's default of ``use_mask`` arguments: verjus has no global config
-    that sets it, so ``default`` (masking is what verjus's ops do unless told)."""
-    del default_false_for_behavior_version_up_to, func_name
+    """RETURNN's default of ``use_mask`` arguments: RETURNN's config options
+    ``rf_use_mask`` and ``rf_use_mask_<func_name>`` where RETURNN's settings are
+    in effect (see ``returnn_behavior_version``), then False with a behavior
+    version up to ``default_false_for_behavior_version_up_to``, else ``default``
+    (masking is what verjus's ops do unless told)."""
+    value = returnn_config_bool("rf_use_mask")
+    if value is None and func_name:
+        value = returnn_config_bool(f"rf_use_mask_{func_name}")
+    if value is not None:
+        return value
+    if default_false_for_behavior_version_up_to is not None and not behavior_version_at_least(
+        default_false_for_behavior_version_up_to + 1
+    ):
+        return False
     return default
 
 

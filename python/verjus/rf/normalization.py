@@ -28,6 +28,7 @@ from verjus._verjus import rf_reduce_mean as _reduce_mean
 from verjus._verjus import rf_rsqrt as _rsqrt
 from verjus._verjus import rf_square as _square
 from verjus._verjus import rf_stop_gradient as _stop_gradient
+from verjus.rf.backend import use_mask_default
 from verjus.rf.module import Module
 from verjus.rf.parameter import Parameter
 from verjus.rf.run_ctx import get_run_ctx
@@ -274,8 +275,9 @@ class BatchNorm(Module):
     :param track_running_stats: keep running statistics for evaluation; if False
         the batch's statistics are used in evaluation too
     :param use_mask: leave the padding of dynamic dims out of the statistics
-        (None: True, as RETURNN's default); False gives PyTorch's statistics
-        over every frame, padding included
+        (None: as ``rf.use_mask_default(default=True, func_name="BatchNorm")``,
+        RETURNN's default: True unless RETURNN's config options say otherwise);
+        False gives PyTorch's statistics over every frame, padding included
     :param distributed: statistics over all workers' batches (RETURNN's); verjus
         runs one worker, so they are its own
     """
@@ -321,7 +323,12 @@ class BatchNorm(Module):
                 f"BatchNorm: in_dim {self.in_dim.name} not in the input's dims [{have}]"
             )
         axes = [d for d in source.dims if d != self.in_dim]
-        masked = self.use_mask is not False and any(d.is_dynamic() for d in axes)
+        masked = any(d.is_dynamic() for d in axes)
+        if masked:
+            use_mask = self.use_mask
+            if use_mask is None:
+                use_mask = use_mask_default(default=True, func_name="BatchNorm")
+            masked = bool(use_mask)
         train = get_run_ctx().is_train_flag_enabled(func=BatchNorm.__call__)
         if self.running_mean is None or train:
             mean, variance = moments(source, axis=axes, use_mask=masked)

@@ -251,7 +251,8 @@ class Loss:
             if custom is not None:
                 inv = rf.reduce_sum(custom, axis=list(custom.dims)) if custom.dims else custom
             else:
-                inv = rf.num_elements_of_shape(list(self.loss.dims))
+                # the loss gives the sizes of dims without lengths (the batch dim)
+                inv = rf.num_elements_of_shape(list(self.loss.dims), source=self.loss)
             self._cache["inv"] = inv
         return self._cache["inv"]
 

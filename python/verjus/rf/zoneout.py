@@ -104,7 +104,9 @@ class ZoneoutLSTM(LSTM):
             out_dim=self.out_dim,
             broadcast=self.dropout_broadcast,
         )
-        return (h if self.use_zoneout_output else new_h), LstmState(h=h, c=c)
+        out = h if self.use_zoneout_output else new_h
+        out.feature_dim = self.out_dim  # as RETURNN's
+        return out, LstmState(h=h, c=c)
 
     def __call__(
         self, source: Tensor, *, state: LstmState, spatial_dim: Dim

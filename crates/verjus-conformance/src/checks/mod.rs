@@ -49,7 +49,7 @@ pub use lstm::{lstm_cell, lstm_cell_backward, lstm_sequence, lstm_sequence_backw
 pub use lstm_alone::lstm_lengths_equal_sequences_alone;
 pub use lstm_repeat::lstm_backward_twice;
 pub use memory::{cast, copy, fill};
-pub use optim::{adam_update, sgd_update};
+pub use optim::{adam_update, nadam_update, sgd_update};
 pub use permute::permute;
 pub use pool::{avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward};
 pub use random::{random_normal, random_uniform};

@@ -1,13 +1,14 @@
 //! Checks of the fused optimizer steps against PyTorch's formulas: plain SGD,
 //! momentum (first and later steps), dampening, Nesterov, weight decay, gradient
-//! scaling; Adam and AdamW at several step numbers. Every updated buffer
+//! scaling; Adam and AdamW at several step numbers; NAdam's step with L2 and
+//! decoupled decay (fused where the backend has a kernel, composed else). Every updated buffer
 //! (parameter, velocity, moments) is compared. Tolerance: `Tolerance::ELEMENTWISE`.
 
 use crate::compare::{close, every_case, Tolerance};
 use crate::inputs::uniform;
 use crate::reference::optim as reference;
 use crate::transfer::{get, put, Context};
-use verjus_core::ops::{self, AdamHyper, SgdHyper};
+use verjus_core::ops::{self, AdamHyper, NAdamStep, SgdHyper};
 use verjus_core::Backend;
 
 const SHAPES: [&[usize]; 5] = [&[1], &[17], &[65], &[0], &[3, 31]];
@@ -103,6 +104,55 @@ pub fn sgd_update(be: &dyn Backend) -> Result<(), String> {
             ),
             None => Ok(()),
         }
+    })
+}
+
+const fn nadam_step(l2: f32, decay: f32, bias2: f32, grad_scale: f32) -> NAdamStep {
+    NAdamStep {
+        grad_coef: 0.004,
+        moment_coef: 0.03,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        bias2,
+        l2,
+        decay,
+        grad_scale,
+    }
+}
+
+const NADAM: [NAdamStep; 3] = [
+    nadam_step(0.0, 1.0, 0.001, 1.0),
+    nadam_step(0.01, 1.0, 0.0199, 0.5),
+    nadam_step(0.0, 0.999, 1.0, 2.0),
+];
+
+/// `ops::nadam_update`.
+pub fn nadam_update(be: &dyn Backend) -> Result<(), String> {
+    let cases = NADAM
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| SHAPES.iter().map(move |&d| (i as u64, s, d)));
+    every_case(cases, |(seed, s, dims)| {
+        let what = format!("nadam_update {dims:?} {s:?}");
+        let p = uniform(seed, dims, -1.0, 1.0);
+        let g = uniform(seed + 1, dims, -1.0, 1.0);
+        let m = uniform(seed + 2, dims, -0.1, 0.1);
+        let v = uniform(seed + 3, dims, 0.0, 0.01);
+        let (ep, em, ev) = reference::nadam(s, &p.data, &g.data, &m.data, &v.data);
+        let (mut tp, tg) = (put(be, &what, &p)?, put(be, &what, &g)?);
+        let (mut tm, mut tv) = (put(be, &what, &m)?, put(be, &what, &v)?);
+        ops::nadam_update(be, s, &mut tp, &tg, &mut tm, &mut tv).context(&what)?;
+        let tol = Tolerance::ELEMENTWISE;
+        close(
+            &format!("{what} param"),
+            dims,
+            &ep,
+            &get(be, &what, &tp)?,
+            tol,
+        )?;
+        close(&format!("{what} m"), dims, &em, &get(be, &what, &tm)?, tol)?;
+        close(&format!("{what} v"), dims, &ev, &get(be, &what, &tv)?, tol)
     })
 }
 

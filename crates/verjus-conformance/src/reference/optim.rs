@@ -9,8 +9,12 @@
 //! AdamW first does `p -= lr * weight_decay * p`; then
 //! `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`,
 //! `p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`.
+//!
+//! NAdam, given its step's constants (`ops::NAdamStep`):
+//! `g = grad_scale * grad + l2 * p`, `p *= decay`, the moments as Adam's, then
+//! `p -= (moment_coef * m + grad_coef * g) / (sqrt(v / bias2) + eps)`.
 
-use verjus_core::ops::{AdamHyper, SgdHyper};
+use verjus_core::ops::{AdamHyper, NAdamStep, SgdHyper};
 
 /// The parameter and velocity after one SGD step.
 pub fn sgd(
@@ -74,6 +78,32 @@ pub fn adam(
         let mi = b1 * f64::from(m[i]) + (1.0 - b1) * g;
         let vi = b2 * f64::from(v[i]) + (1.0 - b2) * g * g;
         p -= lr * (mi / c1) / ((vi / c2).sqrt() + eps);
+        p_out.push(p as f32);
+        m_out.push(mi as f32);
+        v_out.push(vi as f32);
+    }
+    (p_out, m_out, v_out)
+}
+
+/// NAdam; returns the new `(param, m, v)`.
+pub fn nadam(
+    s: &NAdamStep,
+    param: &[f32],
+    grad: &[f32],
+    m: &[f32],
+    v: &[f32],
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let f = f64::from;
+    let (b1, b2) = (f(s.beta1), f(s.beta2));
+    let (mut p_out, mut m_out, mut v_out) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..param.len() {
+        let mut p = f(param[i]);
+        let g = f(s.grad_scale) * f(grad[i]) + f(s.l2) * p;
+        p *= f(s.decay);
+        let mi = b1 * f(m[i]) + (1.0 - b1) * g;
+        let vi = b2 * f(v[i]) + (1.0 - b2) * g * g;
+        let denom = (vi / f(s.bias2)).sqrt() + f(s.eps);
+        p -= (f(s.moment_coef) * mi + f(s.grad_coef) * g) / denom;
         p_out.push(p as f32);
         m_out.push(mi as f32);
         v_out.push(vi as f32);

@@ -23,6 +23,7 @@ mod layer_norm;
 mod loss;
 mod lstm;
 mod memory;
+mod nadam;
 mod optim;
 mod permute;
 mod pool;
@@ -62,6 +63,7 @@ pub use lstm::{
     lstm_sequence_backward, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
 };
 pub use memory::{cast, copy, download, fill, output, upload, zeros};
+pub use nadam::{nadam_update, NAdamStep};
 pub use optim::{adam_update, sgd_update, AdamHyper, SgdHyper};
 pub use permute::{permute, PermutePlan};
 pub use pool::{pool2d, pool2d_backward, Pool2dParams, Pool2dPlan, PoolKind};

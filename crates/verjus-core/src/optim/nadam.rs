@@ -1,13 +1,12 @@
 //! NAdam: Adam with Nesterov momentum and momentum decay (`torch.optim.NAdam`).
 //!
-//! Written by composing elementwise ops rather than as a fused backend op, so
-//! every backend runs it without a kernel of its own (the "compose first"
-//! rule); it costs about a dozen passes over each parameter per step, which
-//! is small next to the step's forward and backward.
+//! The rule keeps the settings and works out each step's constants (the
+//! momentum schedule `μ_t` and its running product); the update itself is
+//! [`ops::nadam_update`], fused where the backend has a kernel.
 
 use super::{check_non_negative, StepPlan};
-use crate::ops::{self, BinaryOp, UnaryOp};
-use crate::{Backend, DType, Error, Result, Tensor};
+use crate::ops::{self, NAdamStep};
+use crate::{Backend, Error, Result, Tensor};
 use serde::{Deserialize, Serialize};
 
 /// NAdam hyperparameters, as `torch.optim.NAdam`'s. With `ĝ` the (clipped,
@@ -143,69 +142,33 @@ impl NAdam {
                 format!("NAdam keeps 2 state buffers (m, v), found {}", slots.len()),
             ));
         };
+        ops::nadam_update(be, &self.step(plan, steps), param, grad, m, v)
+    }
+
+    /// The constants of step `steps + 1` (see [`NAdamStep`]), in f64 before
+    /// rounding: `Π_t` underflows gracefully, and `1 − Π_t` keeps its digits.
+    fn step(&self, plan: &StepPlan, steps: u64) -> NAdamStep {
         let t = steps + 1;
         let lr = f64::from(plan.lr);
         let (mu, mu_next) = (self.mu(t), self.mu(t + 1));
         let product = self.mu_product(t);
-        let grad_coef = -lr * (1.0 - mu) / (1.0 - product);
-        let moment_coef = -lr * mu_next / (1.0 - product * mu_next);
-        let bias2 = 1.0 - f64::from(self.beta2).powf(t as f64);
-
-        let mut g = scale(be, grad, plan.grad_scale)?;
-        if self.weight_decay != 0.0 {
-            if self.decoupled {
-                *param = scale(be, param, 1.0 - plan.lr * self.weight_decay)?;
-            } else {
-                g = binary(be, BinaryOp::Add, &g, &scale(be, param, self.weight_decay)?)?;
-            }
+        let (l2, decay) = match (self.decoupled, self.weight_decay) {
+            (_, 0.0) => (0.0, 1.0),
+            (true, wd) => (0.0, 1.0 - plan.lr * wd),
+            (false, wd) => (wd, 1.0),
+        };
+        NAdamStep {
+            grad_coef: (lr * (1.0 - mu) / (1.0 - product)) as f32,
+            moment_coef: (lr * mu_next / (1.0 - product * mu_next)) as f32,
+            beta1: self.beta1,
+            beta2: self.beta2,
+            eps: self.eps,
+            bias2: (1.0 - f64::from(self.beta2).powf(t as f64)) as f32,
+            l2,
+            decay,
+            grad_scale: plan.grad_scale,
         }
-        *m = blend(be, m, self.beta1, &g)?;
-        *v = blend(be, v, self.beta2, &unary(be, UnaryOp::Square, &g)?)?;
-        let root = unary(be, UnaryOp::Sqrt, &scale(be, v, (1.0 / bias2) as f32)?)?;
-        let denom = unary(be, UnaryOp::AddScalar(self.eps), &root)?;
-        let step = binary(
-            be,
-            BinaryOp::Add,
-            &scale(be, &g, grad_coef as f32)?,
-            &scale(be, m, moment_coef as f32)?,
-        )?;
-        *param = binary(
-            be,
-            BinaryOp::Add,
-            param,
-            &binary(be, BinaryOp::Div, &step, &denom)?,
-        )?;
-        Ok(())
     }
-}
-
-/// `op(x)` in a new tensor.
-fn unary(be: &dyn Backend, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let mut y = ops::output(be, x.shape(), DType::F32)?;
-    ops::unary(be, op, x, &mut y)?;
-    Ok(y)
-}
-
-/// `x · s` in a new tensor.
-fn scale(be: &dyn Backend, x: &Tensor, s: f32) -> Result<Tensor> {
-    unary(be, UnaryOp::Scale(s), x)
-}
-
-/// `a op b` in a new tensor of `a`'s shape.
-fn binary(be: &dyn Backend, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let mut c = ops::output(be, a.shape(), DType::F32)?;
-    ops::binary(be, op, a, b, &mut c)?;
-    Ok(c)
-}
-
-/// The running average `β · avg + (1 − β) · x`.
-fn blend(be: &dyn Backend, avg: &Tensor, beta: f32, x: &Tensor) -> Result<Tensor> {
-    binary(
-        be,
-        BinaryOp::Add,
-        &scale(be, avg, beta)?,
-        &scale(be, x, 1.0 - beta)?,
-    )
 }
 
 #[cfg(test)]

@@ -32,26 +32,73 @@ use verjus::rf::Dim;
 /// :param str | None description: RETURNN's older name for ``name``
 /// :param Tensor | None dyn_size_ext: the lengths, instead of ``dimension``
 /// :param Any vocab: the vocabulary of a class dim (kept as ``dim.vocab``)
+/// :param str | None kind: RETURNN's ``Dim.Types`` kind (``Dim.Types.Feature``,
+///   ...); accepted and not used: verjus tells a feature dim by the tensor's
+///   ``feature_dim``
 #[pyclass(name = "Dim", module = "verjus.rf", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PyDim(pub(crate) Dim);
 
+/// RETURNN's kinds of dims, as ``Dim.Types``: names that ``Dim(..., kind=)``
+/// accepts.
+#[pyclass(name = "DimTypes", module = "verjus.rf", frozen)]
+pub(crate) struct DimTypes;
+
+#[pymethods]
+#[allow(non_upper_case_globals)] // RETURNN's names
+impl DimTypes {
+    #[classattr]
+    const Unspecified: &'static str = "unspecified";
+    #[classattr]
+    const Batch: &'static str = "batch";
+    #[classattr]
+    const Spatial: &'static str = "spatial";
+    #[classattr]
+    const Time: &'static str = "spatial";
+    #[classattr]
+    const Feature: &'static str = "feature";
+}
+
+impl DimTypes {
+    /// `kind` is one of the kinds, else a ValueError naming them.
+    fn check(kind: &str) -> PyResult<()> {
+        match kind {
+            "unspecified" | "batch" | "spatial" | "feature" => Ok(()),
+            other => Err(PyValueError::new_err(format!(
+                "Dim: kind must be one of Dim.Types (Unspecified, Batch, Spatial, Time, Feature), got {other:?}"
+            ))),
+        }
+    }
+}
+
 #[pymethods]
 impl PyDim {
     #[new]
-    #[pyo3(signature = (dimension = None, *, name = None, description = None, dyn_size_ext = None, vocab = None))]
+    #[pyo3(signature = (dimension = None, *, name = None, description = None, dyn_size_ext = None, vocab = None, kind = None))]
     fn new(
         dimension: Option<&Bound<'_, PyAny>>,
         name: Option<&str>,
         description: Option<&str>,
         dyn_size_ext: Option<&Bound<'_, PyAny>>,
         vocab: Option<Py<PyAny>>,
+        kind: Option<&str>,
     ) -> PyResult<PyDim> {
+        if let Some(kind) = kind {
+            DimTypes::check(kind)?;
+        }
         let dim = PyDim::make(dimension.or(dyn_size_ext), name.or(description))?;
         if vocab.is_some() {
             dim.set_vocab(vocab);
         }
         Ok(dim)
+    }
+
+    /// RETURNN's kinds of dims (``Dim.Types.Feature``, ``Spatial``, ``Time``,
+    /// ``Batch``, ``Unspecified``), for ``Dim(..., kind=)``.
+    #[classattr]
+    #[pyo3(name = "Types")]
+    fn types(py: Python<'_>) -> Py<pyo3::types::PyType> {
+        py.get_type::<DimTypes>().unbind()
     }
 
     /// The vocabulary of a class dim (RETURNN's ``Dim(..., vocab=)``), kept
@@ -195,13 +242,13 @@ impl PyDim {
     }
 
     /// ``self * n`` (``n >= 1``).
-    fn __mul__(&self, n: i64) -> PyResult<PyDim> {
-        dim_result(self.0.mul(n, false))
+    fn __mul__(&self, other: DimOperand<'_>) -> PyResult<PyDim> {
+        self.mul(other, false)
     }
 
     /// ``n * self`` (``n >= 1``): the size of ``self * n``, another dim.
-    fn __rmul__(&self, n: i64) -> PyResult<PyDim> {
-        dim_result(self.0.mul(n, true))
+    fn __rmul__(&self, other: DimOperand<'_>) -> PyResult<PyDim> {
+        self.mul(other, true)
     }
 
     /// ``self // n``: each entry's length divided by ``n``, rounded down;
@@ -211,24 +258,24 @@ impl PyDim {
     }
 
     /// ``self / n``: the size must be a multiple of ``n`` (``div_right``).
-    fn __truediv__(&self, n: i64) -> PyResult<PyDim> {
+    fn __truediv__(&self, n: DimOperand<'_>) -> PyResult<PyDim> {
         self.div_right(n)
     }
 
     /// ``self / n``, the size a multiple of ``n`` (e.g. the half of a feature dim).
     ///
-    /// :param int n: the divisor, >= 1
+    /// :param int | Dim n: the divisor, >= 1 (or a static dim of that size)
     /// :rtype: Dim
-    fn div_left(&self, n: i64) -> PyResult<PyDim> {
-        dim_result(self.0.div(n, true))
+    fn div_left(&self, n: DimOperand<'_>) -> PyResult<PyDim> {
+        dim_result(self.0.div(n.factor("div_left")?, true))
     }
 
     /// ``self / n``, the size a multiple of ``n``.
     ///
-    /// :param int n: the divisor, >= 1
+    /// :param int | Dim n: the divisor, >= 1 (or a static dim of that size)
     /// :rtype: Dim
-    fn div_right(&self, n: i64) -> PyResult<PyDim> {
-        dim_result(self.0.div(n, false))
+    fn div_right(&self, n: DimOperand<'_>) -> PyResult<PyDim> {
+        dim_result(self.0.div(n.factor("div_right")?, false))
     }
 
     /// ``ceil(self / n)``: each entry's length divided by ``n``, rounded up
@@ -289,6 +336,29 @@ impl PyDim {
             DimOperand::Dim(d) => self.0.add_dim(&d.0, left),
             DimOperand::Int(n) => self.0.add(n, left),
         })
+    }
+
+    fn mul(&self, other: DimOperand<'_>, left: bool) -> PyResult<PyDim> {
+        dim_result(match other {
+            DimOperand::Dim(d) => self.0.mul_dim(&d.0, left),
+            DimOperand::Int(n) => self.0.mul(n, left),
+        })
+    }
+}
+
+impl DimOperand<'_> {
+    /// The number an int or a static dim stands for as a divisor (RETURNN's
+    /// ``dim.div_left(heads_dim)``).
+    fn factor(&self, op: &str) -> PyResult<i64> {
+        match self {
+            DimOperand::Int(n) => Ok(*n),
+            DimOperand::Dim(d) => d.0.static_size().map(|n| n as i64).ok_or_else(|| {
+                PyTypeError::new_err(format!(
+                    "Dim.{op}: the divisor must be an int or a static dim, got {:?}",
+                    d.0
+                ))
+            }),
+        }
     }
 }
 

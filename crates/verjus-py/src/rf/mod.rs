@@ -102,6 +102,7 @@ fn rf_get_default_device() -> PyResult<String> {
 /// name without `rf_`).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDim>()?;
+    m.add_class::<dim::DimTypes>()?;
     m.add_class::<PyTensor>()?;
     m.add_class::<optim::PyOptimizer>()?;
     let batch_dim = Bound::new(m.py(), PyDim(verjus::rf::batch_dim()))?;

@@ -560,6 +560,42 @@ impl PyTensor {
         Ok(())
     }
 
+    /// The axis of ``feature_dim`` in ``dims`` (None without one); assigning
+    /// an axis (negative from the end) or None sets ``feature_dim``, as
+    /// RETURNN's ``feature_dim_axis``.
+    ///
+    /// :rtype: int | None
+    #[getter]
+    fn feature_dim_axis(&self) -> Option<usize> {
+        let dim = self.feature_dim()?;
+        self.read().meta().dims.iter().position(|d| *d == dim.0)
+    }
+
+    #[setter(feature_dim_axis)]
+    fn set_feature_dim_axis(slf: &Bound<'_, Self>, axis: Option<isize>) -> PyResult<()> {
+        let this = slf.get();
+        let Some(axis) = axis else {
+            return this.set_feature_dim(None);
+        };
+        let dims = this.read().meta().dims.clone();
+        let index = if axis < 0 {
+            axis + dims.len() as isize
+        } else {
+            axis
+        };
+        let dim = usize::try_from(index)
+            .ok()
+            .and_then(|i| dims.get(i))
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "Tensor: feature_dim_axis {axis} is not an axis of {}",
+                    fmt_dims(&dims)
+                ))
+            })?;
+        let dim = Bound::new(slf.py(), PyDim(dim.clone()))?;
+        this.set_feature_dim(Some(dim.borrow()))
+    }
+
     /// The raw sizes, in dims order (of a template: each dim's size, None
     /// where it is not known yet).
     ///

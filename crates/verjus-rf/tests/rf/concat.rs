@@ -15,8 +15,11 @@ fn concat_joins_parts_in_any_order() {
     let (z, d) = concat(&[(x.clone(), f.clone()), (y.clone(), g.clone())], None).unwrap();
     assert_eq!(
         (d.static_size(), names(&z)),
-        (Some(3), vec!["batch".to_owned(), "concat".to_owned()])
+        (Some(3), vec!["batch".to_owned(), "f+1".to_owned()])
     );
+    // The joined dim is `f + g` by dim arithmetic, as RETURNN's: one dim for
+    // the same parts, equal to the formula written in model code.
+    assert_eq!(d, f.add_dim(&g, false).unwrap());
     assert_eq!(vals(&z), [1.0, 2.0, 10.0, 3.0, 4.0, 20.0]);
     let out = Dim::new_static(3, "joined");
     let (z, d) = concat(

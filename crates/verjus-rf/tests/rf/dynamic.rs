@@ -270,7 +270,13 @@ fn merge_and_split_dynamic_dims() {
     let err = split_dims(&y, &m, &[other, f.clone()])
         .unwrap_err()
         .to_string();
-    assert!(err.contains("are not the lengths of merged"), "{err}");
+    assert!(err.contains("are not the lengths of time*f"), "{err}");
+    assert_eq!(m, t.mul_dim(&f, false).unwrap());
+    let err = t.mul_dim(&time(&LENS), false).unwrap_err().to_string();
+    assert!(
+        err.contains("two dynamic dims have no product dim"),
+        "{err}"
+    );
     check_single_entry_new_dim("merge_dims", &LENS, &[x], &t, |x, t| {
         merge_dims(&x[0], &[t.clone(), f.clone()], None).unwrap()
     });

@@ -42,7 +42,12 @@ fn merge_and_split_dims() {
     // Merge c and a (not adjacent, in that order): [b, (c, a)] -> at a's place.
     let (y, m) = merge_dims(&x, &[c.clone(), a.clone()], None).unwrap();
     assert_eq!(m.static_size(), Some(4));
-    assert_eq!(names(&y), ["merged", "b"]);
+    assert_eq!(names(&y), ["c*a", "b"]);
+    // The merged dim is `c * a` by dim arithmetic, as RETURNN's.
+    assert_eq!(m, c.mul_dim(&a, false).unwrap());
+    let with_feature = x.clone().with_feature_dim(Some(c.clone())).unwrap();
+    let (merged, _) = merge_dims(&with_feature, &[c.clone(), a.clone()], None).unwrap();
+    assert_eq!(merged.feature_dim(), Some(&m));
     // y[(c, a), b] = x[a, b, c]
     let mut want = Vec::new();
     for ci in 0..2 {

@@ -24,6 +24,7 @@ from typing import Any
 
 from verjus import rf
 from verjus._verjus import Dim, Tensor
+from verjus.rf.backend import behavior_version_at_least, returnn_config_bool
 from verjus.rf.build_from_dict import NotSpecified, build_from_dict
 from verjus.rf.encoder.base import ISeqDownsamplingEncoder
 from verjus.rf.feed_forward import FeedForward, make_norm
@@ -36,6 +37,7 @@ __all__ = [
     "ConformerEncoder",
     "ConformerEncoderLayer",
     "ConformerPositionwiseFeedForward",
+    "conv_norm_use_mask_default",
 ]
 
 
@@ -237,9 +239,23 @@ class ConformerConvSubsample(ISeqDownsamplingEncoder):
         return out
 
 
+def conv_norm_use_mask_default() -> bool | None:
+    """The default ``use_mask`` of the conv block's ``rf.BatchNorm``, as RETURNN's:
+    its config option ``rf_conformer_conv_norm_use_mask``, else None (BatchNorm
+    decides, masked by default) but False (statistics over the padding frames
+    too) with a RETURNN behavior version up to 28 in effect (see
+    ``rf.backend.returnn_behavior_version``)."""
+    value = returnn_config_bool("rf_conformer_conv_norm_use_mask")
+    if value is not None:
+        return value
+    return None if behavior_version_at_least(29) else False
+
+
 def _build_conv_norm(conv_norm: Any, conv_norm_opts: dict[str, Any] | None, out_dim: Dim) -> Any:
     if conv_norm is NotSpecified or conv_norm is rf.BatchNorm:
-        return rf.BatchNorm(out_dim, **(conv_norm_opts or {}))
+        opts = dict(conv_norm_opts or {})
+        opts.setdefault("use_mask", conv_norm_use_mask_default())
+        return rf.BatchNorm(out_dim, **opts)
     if isinstance(conv_norm, type):
         return conv_norm(out_dim, **(conv_norm_opts or {}))
     if isinstance(conv_norm, dict):
@@ -277,8 +293,9 @@ class ConformerEncoderLayer(rf.Module):
     :param dropout: after each block, while training
     :param conv_kernel_size: the depthwise convolution's filter size
     :param conv_norm: the conv block's norm (BatchNorm; class, dict or callable)
-    :param conv_norm_opts: options for it (BatchNorm: ``use_mask`` None, i.e.
-        masked statistics, by default)
+    :param conv_norm_opts: options for it (BatchNorm: ``use_mask`` by default
+        ``conv_norm_use_mask_default()``: None, i.e. masked statistics, unless
+        RETURNN's settings say otherwise)
     :param num_heads: attention heads
     :param self_att: the self-attention (RelPosSelfAttention; class, dict or module)
     :param self_att_opts: options for it

@@ -31,11 +31,12 @@ __all__ = ["scan", "while_loop"]
 
 def _flatten(structure: Any) -> list[Any]:
     """The leaves of ``structure`` (anything but a tuple, list or dict is a
-    leaf, ``None`` included), dicts in their key order."""
+    leaf, ``None`` included), dicts in sorted key order (as RETURNN's ``tree``:
+    a state's entries may be set in any order)."""
     if isinstance(structure, (tuple, list)):
         return [leaf for item in structure for leaf in _flatten(item)]
     if isinstance(structure, dict):
-        return [leaf for value in structure.values() for leaf in _flatten(value)]
+        return [leaf for k in sorted(structure) for leaf in _flatten(structure[k])]
     return [structure]
 
 
@@ -48,7 +49,8 @@ def _unflatten(structure: Any, leaves: list[Any]) -> Any:
             type(structure)(items) if isinstance(structure, list) else _tuple_like(structure, items)
         )
     if isinstance(structure, dict):
-        return type(structure)([(k, _unflatten(v, leaves)) for k, v in structure.items()])
+        values = {k: _unflatten(structure[k], leaves) for k in sorted(structure)}
+        return type(structure)([(k, values[k]) for k in structure])
     return leaves.pop(0)
 
 
@@ -69,11 +71,12 @@ def _assert_same_structure(what: str, a: Any, b: Any, path: str = "") -> None:
                     f"got a {type(b).__name__}"
                 )
             if kinds == (dict,):
-                if list(a) != list(b):
+                if set(a) != set(b):
                     raise ValueError(
-                        f"{what}: at {path or 'the top'}, expected keys {list(a)}, got {list(b)}"
+                        f"{what}: at {path or 'the top'}, expected keys {sorted(a)}, "
+                        f"got {sorted(b)}"
                     )
-                for k in a:
+                for k in sorted(a):
                     _assert_same_structure(what, a[k], b[k], f"{path}[{k!r}]")
             else:
                 if len(a) != len(b):
