@@ -41,6 +41,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 # tests/test_returnn_engine.py its configs) and h5py for its HDF output files.
 RETURNN_PACKAGE=returnn==1.20261022.211313
 H5PY_PACKAGE=h5py==3.15.1
+# dm-tree: RETURNN's config loading and some of its rf tests import `tree`.
+DMTREE_PACKAGE=dm-tree==0.1.10
 # NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(

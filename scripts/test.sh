@@ -46,8 +46,8 @@ maturin develop --release
 step "fortunes texts (for the text-data tests; they skip without them)"
 ensure_fortunes || true
 
-step "RETURNN's pure-Python package (its rf tests and configs, run on verjus) and h5py"
-pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE" "$H5PY_PACKAGE"
+step "RETURNN's pure-Python package (its rf tests and configs, run on verjus), dm-tree, h5py"
+pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE" "$DMTREE_PACKAGE" "$H5PY_PACKAGE"
 
 step "pytest"
 pytest tests -q

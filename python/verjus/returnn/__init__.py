@@ -40,7 +40,12 @@ def run(argv: Sequence[str]) -> None:
         raise SystemExit(MISSING_RETURNN) from None
     from verjus.returnn.setup import run_config
 
-    run_config(list(argv))
+    try:
+        run_config(list(argv))
+    except ModuleNotFoundError as e:
+        raise RuntimeError(
+            f"{e} (RETURNN's config loading needs dm-tree: pip install 'verjus[returnn]')"
+        ) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
