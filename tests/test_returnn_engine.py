@@ -101,9 +101,9 @@ def verjus_returnn(config: Path, folder: Path, *extra: str) -> subprocess.Comple
 
 
 def weights(path: Path) -> dict[str, np.ndarray]:
-    from verjus.rf.state import _decode
+    import verjus.rf as rf
 
-    return _decode(path.read_bytes(), str(path))
+    return rf.read_state(path)
 
 
 def learning_rates(path: Path) -> dict:

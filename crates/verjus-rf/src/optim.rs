@@ -196,15 +196,7 @@ impl Optimizer {
 
     /// Multiplies every gradient there is by `factor`.
     pub fn scale_grads(&self, factor: f32) -> Result<()> {
-        for s in &self.slots {
-            let var = s.param.var();
-            let Some(grad) = var.grad() else { continue };
-            let be = var.backend();
-            let mut scaled = ops::output(&**be, grad.shape(), DType::F32)?;
-            ops::unary(&**be, UnaryOp::Scale(factor), &grad, &mut scaled)?;
-            var.set_grad(scaled)?;
-        }
-        Ok(())
+        self.map_grads(|be, g, out| ops::unary(be, UnaryOp::Scale(factor), g, out))
     }
 
     /// Clips every gradient there is to `[-max, max]` elementwise
@@ -216,17 +208,26 @@ impl Optimizer {
                 format!("the limit must be finite and > 0, got {max}"),
             ));
         }
+        self.map_grads(|be, g, out| {
+            let bound = |v: f32| ops::upload(be, &Tensor::from_vec(Vec::<usize>::new(), vec![v])?);
+            let mut low = ops::output(be, g.shape(), DType::F32)?;
+            ops::binary(be, BinaryOp::Max, g, &bound(-max)?, &mut low)?;
+            ops::binary(be, BinaryOp::Min, &low, &bound(max)?, out)
+        })
+    }
+
+    /// Replaces every gradient there is by `f(grad)` (written into a new tensor).
+    fn map_grads(
+        &self,
+        f: impl Fn(&dyn verjus_core::Backend, &Tensor, &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
         for s in &self.slots {
             let var = s.param.var();
             let Some(grad) = var.grad() else { continue };
             let be = var.backend();
-            let bound =
-                |v: f32| ops::upload(&**be, &Tensor::from_vec(Vec::<usize>::new(), vec![v])?);
-            let mut low = ops::output(&**be, grad.shape(), DType::F32)?;
-            ops::binary(&**be, BinaryOp::Max, &grad, &bound(-max)?, &mut low)?;
-            let mut clipped = ops::output(&**be, grad.shape(), DType::F32)?;
-            ops::binary(&**be, BinaryOp::Min, &low, &bound(max)?, &mut clipped)?;
-            var.set_grad(clipped)?;
+            let mut out = ops::output(&**be, grad.shape(), DType::F32)?;
+            f(&**be, &grad, &mut out)?;
+            var.set_grad(out)?;
         }
         Ok(())
     }

@@ -298,7 +298,8 @@ class Engine:
                 computing += step_time
                 if self.log_steps:
                     self._log_step(f"ep {epoch} train", steps, step_scores, step_time, begin)
-                frames, padded = frames + _frames(raw)[0], padded + _frames(raw)[1]
+                real, with_padding = _frames(raw)
+                frames, padded = frames + real, padded + with_padding
                 steps += 1
                 self.global_train_step += 1
                 if self.dynamic_learning_rate is not None:

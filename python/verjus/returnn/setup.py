@@ -261,9 +261,7 @@ def _load_params(
         state = saved.get("model", saved)
         arrays = {k: v.detach().numpy() for k, v in state.items()}
     else:
-        from verjus.rf.state import _decode
-
-        arrays = _decode(path.read_bytes(), str(path))
+        arrays = rf.read_state(path)
     arrays = {prefix + k: v for k, v in arrays.items()}
     names = {n for n, _ in engine.model.named_parameters()}
     if not ignore_missing and not prefix:

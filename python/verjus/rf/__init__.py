@@ -76,7 +76,7 @@ Written in Python, on top of them:
   kept), ``weight_norm`` (``verjus.rf.parametrizations``);
   ``gradient_checkpoint_scope`` (``verjus.rf.gradient_checkpoint``: ops in it
   are recomputed in backward, same random numbers);
-- ``state_dict``, ``load_state_dict``, ``save_state``, ``load_state``
+- ``state_dict``, ``load_state_dict``, ``save_state``, ``load_state``, ``read_state``
   (``verjus.rf.state``: parameters by RETURNN's dotted names, safetensors files
   written atomically; parametrizations are not saved, the code restores them);
 - ``decoder.transformer`` (``TransformerDecoder``, ``TransformerDecoderLayer``,
@@ -172,7 +172,7 @@ from verjus.rf.run_ctx import (
     init_train_step_run_ctx,
 )
 from verjus.rf.search import ctc_greedy_decode, edit_distance, top_k
-from verjus.rf.state import load_state, load_state_dict, save_state, state_dict
+from verjus.rf.state import load_state, load_state_dict, read_state, save_state, state_dict
 from verjus.rf.tensor_array import TensorArray
 from verjus.rf.zoneout import ZoneoutLSTM
 
@@ -266,7 +266,7 @@ __all__ += [
     "weight_norm",
 ]
 # Module state (verjus.rf.state).
-__all__ += ["load_state", "load_state_dict", "save_state", "state_dict"]
+__all__ += ["load_state", "load_state_dict", "read_state", "save_state", "state_dict"]
 
 # numpy dtype kinds -> RF dtypes (other integer types become int64).
 _STORAGE = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.float32}

@@ -28,7 +28,7 @@ import numpy as np
 from verjus._files import write_bytes_atomic
 from verjus.rf.module import Module
 
-__all__ = ["load_state", "load_state_dict", "save_state", "state_dict"]
+__all__ = ["load_state", "load_state_dict", "read_state", "save_state", "state_dict"]
 
 _HEADER_LIMIT = 100_000_000
 
@@ -99,9 +99,17 @@ def load_state(module: Module, path: str | os.PathLike[str], *, strict: bool = T
     :param path: the file
     :param strict: as for ``load_state_dict``
     """
+    load_state_dict(module, read_state(path), strict=strict)
+
+
+def read_state(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The float32 tensors of a safetensors file (``save_state``'s) by name.
+
+    :param path: the file
+    """
     with open(path, "rb") as f:
         data = f.read()
-    load_state_dict(module, _decode(data, os.fspath(path)), strict=strict)
+    return _decode(data, os.fspath(path))
 
 
 def _encode(arrays: Mapping[str, np.ndarray]) -> bytes:

@@ -45,15 +45,15 @@ pub struct Adam {
     pub decoupled: bool,
 }
 
-fn default_beta1() -> f32 {
+pub(super) fn default_beta1() -> f32 {
     0.9
 }
 
-fn default_beta2() -> f32 {
+pub(super) fn default_beta2() -> f32 {
     0.999
 }
 
-fn default_eps() -> f32 {
+pub(super) fn default_eps() -> f32 {
     1e-8
 }
 

@@ -4,6 +4,7 @@
 //! momentum schedule `μ_t` and its running product); the update itself is
 //! [`ops::nadam_update`], fused where the backend has a kernel.
 
+use super::adam::{default_beta1, default_beta2, default_eps};
 use super::{check_non_negative, StepPlan};
 use crate::ops::{self, NAdamStep};
 use crate::{Backend, Error, Result, Tensor};
@@ -46,18 +47,6 @@ pub struct NAdam {
     /// Decay the weights directly instead of adding to the gradient.
     #[serde(default)]
     pub decoupled: bool,
-}
-
-fn default_beta1() -> f32 {
-    0.9
-}
-
-fn default_beta2() -> f32 {
-    0.999
-}
-
-fn default_eps() -> f32 {
-    1e-8
 }
 
 fn default_momentum_decay() -> f32 {
