@@ -24,9 +24,10 @@ require() {
     command -v "$1" >/dev/null 2>&1 || die "'$1' was not found on PATH. $2"
 }
 
-# Names the failed stage when the script exits with an error.
+# Names the failed stage when the script exits with an error: its exit status is $1
+# (from a trap that ran other commands first) or $?.
 on_exit() {
-    local status=$?
+    local status=${1:-$?}
     if ((status != 0)); then
         printf '\nFAILED during: %s (exit status %d)\n' "$VERJUS_STEP" "$status" >&2
     fi
@@ -43,6 +44,8 @@ RETURNN_PACKAGE=returnn==1.20261022.211313
 H5PY_PACKAGE=h5py==3.15.1
 # dm-tree: RETURNN's config loading and some of its rf tests import `tree`.
 DMTREE_PACKAGE=dm-tree==0.1.10
+# mpi4py: data-parallel CPU ranks reach the system's MPI through it (verjus[mpi]).
+MPI4PY_PACKAGE=mpi4py==4.1.2
 # NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(
@@ -81,6 +84,21 @@ ensure_fortunes() {
         apt-get install -y --no-install-recommends fortunes
     else
         echo "the fortunes texts are missing: run 'sudo apt-get install fortunes' (or set VERJUS_FORTUNES to a folder of fortune files)." >&2
+        return 1
+    fi
+}
+
+# Makes sure an MPI (mpirun and libmpi, for mpi4py and the data-parallel tests) is
+# there: Debian's Open MPI is installed with apt-get as root. Where it cannot be,
+# it says what to run and returns 1 (the data-parallel tests then skip, saying why).
+ensure_mpi() {
+    command -v mpirun >/dev/null 2>&1 && return 0
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update
+        apt-get install -y --no-install-recommends openmpi-bin libopenmpi-dev
+    else
+        echo "MPI is missing: run 'sudo apt-get install openmpi-bin libopenmpi-dev' for the data-parallel tests." >&2
         return 1
     fi
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything from a fresh clone and runs all tests:
 #   Rust: cargo fmt --check, clippy (warnings are errors), cargo test (release);
-#   Python: builds the package into .venv, ruff check + format check, pytest;
+#   Python: builds the package into .venv, ruff check + format check, pytest (its
+#   skips summed up last by reason, scripts/skip_summary.py);
 #   the wheel: `maturin build` makes the abi3 wheel, which is installed into a
 #   clean virtual environment and run there (import, the `verjus` command).
 # Exits non-zero on the first failure. Needs cargo and python3 (>= 3.11) with venv.
@@ -46,16 +47,24 @@ maturin develop --release
 step "fortunes texts (for the text-data tests; they skip without them)"
 ensure_fortunes || true
 
+step "Open MPI and mpi4py (for the data-parallel tests; they skip without them)"
+if ensure_mpi; then
+    pip install --quiet --disable-pip-version-check "$MPI4PY_PACKAGE"
+fi
+
 step "RETURNN's pure-Python package (its rf tests and configs, run on verjus), dm-tree, h5py"
 pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE" "$DMTREE_PACKAGE" "$H5PY_PACKAGE"
 
 step "pytest"
-pytest tests -q
+# Its JUnit report names each skip and why; they are summed up at the end.
+report_dir=$(mktemp -d)
+trap 'status=$?; rm -rf "$report_dir"; on_exit "$status"' EXIT
+pytest tests -q --junitxml="$report_dir/pytest.xml"
 
 step "the wheel in a clean virtual environment"
 wheel_dir=$(mktemp -d)
 clean_env=$(mktemp -d)
-trap 'rm -rf "$wheel_dir" "$clean_env"; on_exit' EXIT
+trap 'status=$?; rm -rf "$report_dir" "$wheel_dir" "$clean_env"; on_exit "$status"' EXIT
 maturin build --release --out "$wheel_dir"
 wheels=("$wheel_dir"/verjus-*-abi3-*.whl)
 [[ -f ${wheels[0]} ]] || die "maturin built no abi3 wheel (found: $(ls "$wheel_dir"))"
@@ -67,3 +76,4 @@ python3 -m venv "$clean_env/venv"
 echo "installed and ran $(basename "${wheels[0]}")"
 
 step "all tests passed"
+python scripts/skip_summary.py "$report_dir/pytest.xml"

@@ -5,7 +5,10 @@
 //! `examples/`) depend on one crate (the static graph is [`nn`], the RF frontend's core [`rf`]) and choose the device with a value, not a type.
 
 pub use verjus_core as core;
-pub use verjus_core::{ops, BackendRef, DType, Device, Error, Result, Shape, Tensor};
+pub use verjus_core::{
+    ops, BackendRef, Collective, CollectiveRef, DType, Device, Error, ReduceOp, Result, Shape,
+    Solo, Tensor,
+};
 pub use verjus_native as native;
 
 /// The CUDA backend: whether it is usable here, device count, memory counters.

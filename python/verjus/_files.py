@@ -29,7 +29,12 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     # Not tempfile.mkstemp: its files are private (0600), and the rename would
     # carry that mode over. os.open with 0666 applies the umask like any new file.
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except FileNotFoundError:  # os.open's own error names the temporary file
+        raise FileNotFoundError(
+            errno.ENOENT, f"the folder {path.parent} does not exist", str(path)
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

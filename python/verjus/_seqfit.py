@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from verjus import distributed
 from verjus._sequences import check_lengths, is_ragged, pad
 from verjus.data import TextBatcher
 
@@ -101,18 +102,40 @@ def _count(per_frame: bool, lengths: npt.NDArray[np.int32]) -> int:
     return int(lengths.sum()) if per_frame else len(lengths)
 
 
+def _rows(batch: Batch, per_frame: bool) -> Batch | None:
+    """This rank's rows of a global batch (see ``verjus.distributed``), cut to
+    their longest example (the targets too, when ``per_frame``); None when it
+    has none."""
+    x, lengths, y = batch
+    rows = distributed.shard_rows(len(lengths))
+    if rows == slice(0, len(lengths)):
+        return batch
+    lengths = lengths[rows]
+    if len(lengths) == 0:
+        return None
+    cut = max(int(lengths.max()), 1)
+    y = y[rows, :cut] if per_frame else y[rows]
+    return np.ascontiguousarray(x[rows, :cut]), lengths, np.ascontiguousarray(y)
+
+
 def evaluate(trainer: Trainer, data: SequenceBatches) -> dict[str, float]:
     """Mean loss (per real frame or per example) and, for per-example class
-    labels, the accuracy, in inference mode."""
+    labels, the accuracy, in inference mode; data-parallel, each rank
+    evaluates its rows of every batch and the sums are the ranks' together."""
     loss_sum, count, correct = 0.0, 0, 0
     labels = not data.per_frame and data.batcher is None and data.y.dtype.kind in "iu"
-    for x, lengths, y in data.epoch(None, 0):
+    for batch in data.epoch(None, 0):
+        mine = _rows(batch, data.per_frame)
+        if mine is None:
+            continue
+        x, lengths, y = mine
         loss, n = trainer.evaluate_sequences(x, lengths, y)
         loss_sum += loss * n
         count += n
         if labels:
             out = trainer.network.forward(x, lengths=lengths)
             correct += int((np.argmax(out, axis=-1) == y).sum())
+    loss_sum, count, correct = distributed.sum_over_ranks([loss_sum, count, correct])
     out = {"loss": loss_sum / max(count, 1)}
     if data.per_frame:
         out["bpc"] = out["loss"] / math.log(2)
@@ -137,13 +160,17 @@ def fit_sequences(
     """The epochs of ``Trainer.fit`` on sequences (see ``Trainer.fit``)."""
     from verjus.trainer import _Progress  # a cycle at import time otherwise
 
+    main = distributed.is_main_process()
     for epoch in range(1, epochs + 1):
-        bar = _Progress(train.batches, f"epoch {epoch}/{epochs}", progress)
+        bar = _Progress(train.batches, f"epoch {epoch}/{epochs}", progress and main)
         start = time.perf_counter()
         loss_sum, count, frames = 0.0, 0, 0
         try:
-            for x, lengths, y in train.epoch(seed + epoch if shuffle else None, epoch):
-                loss = trainer.train_sequences(x, lengths, y)
+            for batch in train.epoch(seed + epoch if shuffle else None, epoch):
+                # Data-parallel: this rank's rows; the loss is the global batch's.
+                mine = _rows(batch, train.per_frame)
+                loss = trainer.train_no_rows() if mine is None else trainer.train_sequences(*mine)
+                lengths = batch[1]
                 n = _count(train.per_frame, lengths)
                 loss_sum += loss * n
                 count += n
@@ -166,11 +193,11 @@ def fit_sequences(
         if validation is not None:
             metrics.update({f"val_{k}": v for k, v in evaluate(trainer, validation).items()})
         history.epochs.append(metrics)
-        if verbose > 0:
+        if verbose > 0 and main:
             print(epoch_line(metrics, epochs), flush=True)
         for hook in hooks:
             hook.on_epoch_end(trainer, metrics)
-        if trainer.stop_training:
+        if distributed.any_rank(trainer.stop_training):
             break
     return history
 

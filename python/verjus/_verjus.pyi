@@ -329,6 +329,22 @@ class Trainer:
         :param str device: where to train
         :rtype: Trainer
         """
+    def set_communicator(self, communicator: object) -> None:
+        """Trains data-parallel with the ranks of ``communicator`` (an object with
+        ``rank``, ``world``, ``all_reduce``, ``broadcast`` and ``barrier``, such
+        as ``verjus.distributed.MpiCommunicator``), starting from rank 0's
+        parameters. Every rank must call it, and from then on make the same
+        training and evaluation calls in the same order.
+
+        :param object communicator: the ranks' communicator
+        """
+    def train_no_rows(self) -> float:
+        """A data-parallel step on a rank that holds no rows of the global batch
+        (see ``set_communicator``): it takes the other ranks' update.
+
+        :return: the global batch's mean loss
+        :rtype: float
+        """
     def save_checkpoint(self, folder: str) -> None:
         """Saves network, weights, solver state, loss, step and dropout stream
         position as the folder ``folder``, replacing it atomically; other files
@@ -410,7 +426,10 @@ class Trainer:
         on_step: Callable[[int, float], object] | None = None,
     ) -> float:
         """One pass over ``data`` in minibatches (shuffled by ``shuffle_seed`` when
-        given, the last batch may be short). After each step, with the GIL
+        given, the last batch may be short). Data-parallel (see
+        ``set_communicator``), each rank steps on its rows of every batch
+        (``rank, rank + world, ...``); losses and counts are the whole
+        batch's. After each step, with the GIL
         held, calls ``on_step(examples_in_step, loss)``; an exception it raises
         stops the epoch and propagates.
 
@@ -922,6 +941,24 @@ class RfOptimizer:
         """
     def step(self) -> None:
         """One update of every parameter that has a gradient.
+
+        :rtype: None
+        """
+    def replicate(self, communicator: object, param_sync_step: int | None = None) -> None:
+        """Trains data-parallel with the ranks of ``communicator`` (see
+        ``verjus.distributed``): the parameters become rank 0's now, and each
+        ``step`` (a call every rank makes) first averages the gradients over
+        the ranks or, with ``param_sync_step`` N, averages the parameters after
+        every N-th step.
+
+        :param object communicator: the ranks' communicator
+        :param int | None param_sync_step: average parameters every this many
+          steps instead of gradients before each
+        :rtype: None
+        """
+    def average_parameters(self) -> None:
+        """Replaces every parameter by its mean over the ranks (parameter
+        averaging's sync at an epoch's end); nothing when not replicated.
 
         :rtype: None
         """

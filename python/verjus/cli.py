@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from verjus import __version__, optim
+from verjus import __version__, distributed, optim
 from verjus._files import write_text_atomic
 from verjus._textcli import (
     VOCAB_FILE,
@@ -76,6 +76,7 @@ from verjus._textcli import (
     sample_text,
 )
 from verjus.data import FASHION_MNIST_CLASSES, fashion_mnist
+from verjus.launch import launch, without_nproc
 from verjus.network import DEFINITION_FILE, Network
 from verjus.plot import plot_curves
 from verjus.trainer import Callback, Trainer
@@ -114,7 +115,8 @@ def _optimizer(args: argparse.Namespace) -> optim.Optimizer:
 
 
 class _RunFolder(Callback):
-    """Prints each epoch and rewrites the run folder's files after it."""
+    """Prints each epoch and rewrites the run folder's files after it (rank 0
+    of a data-parallel run; the other ranks wait for its checkpoint)."""
 
     def __init__(self, out: Path, title: str, total_epochs: int):
         self.out = out
@@ -124,6 +126,9 @@ class _RunFolder(Callback):
         self.plot_failed = False
 
     def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
+        if not distributed.is_main_process():
+            trainer.save_checkpoint(self.out)  # a collective call: rank 0 writes
+            return
         if "train_bpc" in metrics:
             self._text_row(trainer, metrics)
             return
@@ -221,6 +226,37 @@ def _holding(out: Path) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _run_folder(out: Path, overwrite: bool, stale: Sequence[str]) -> Iterator[None]:
+    """The run folder while a run writes it: held (``_holding``), checked
+    again, and without the replaced run's ``stale`` files. Rank 0 of a
+    data-parallel run holds it; the other ranks write nothing."""
+    if not distributed.is_main_process():
+        yield
+        return
+    with _holding(out):
+        _check_out(out, overwrite)  # again, now that this run holds the folder
+        for name in stale:
+            (out / name).unlink(missing_ok=True)
+        yield
+
+
+def _announce(line: str) -> None:
+    """Prints a run's first line (rank 0 of a data-parallel run, naming the ranks)."""
+    comm = distributed.communicator()
+    if comm is None:
+        print(line, flush=True)
+    elif comm.rank == 0:
+        print(f"{line}, {comm.world} ranks", flush=True)
+
+
+def _rank_device(device: str) -> str:
+    """``--device``: ``cuda`` means the GPU of this rank's local rank."""
+    if device == "cuda" and distributed.communicator() is not None:
+        return f"cuda:{distributed.rank_env().local_rank}"
+    return device
+
+
 def _check_classifier(net: Network) -> None:
     """The network's one output scores the Fashion-MNIST classes."""
     name, unit = net.outputs[0]
@@ -243,8 +279,12 @@ def _read_definition(path: str) -> dict | None:
 
 
 def _train(args: argparse.Namespace) -> int:
+    distributed.init()  # a rank of a data-parallel run joins the others
+    args.device = _rank_device(args.device)
     out = Path(args.out).resolve()
-    _check_out(out, args.overwrite)
+    main = distributed.is_main_process()
+    if main:
+        _check_out(out, args.overwrite)
     definition = _read_definition(args.network)
     if definition is not None and is_text_definition(definition):
         return _train_text(args, out, definition)
@@ -258,17 +298,13 @@ def _train(args: argparse.Namespace) -> int:
     trainer = Trainer(net, optimizer, "cross_entropy")
     # A surrogate-escaped (non-UTF-8) file name cannot be drawn in the plot's title.
     name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
-    print(
+    _announce(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
         f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, "
-        f"{_count(args.epochs, 'epoch')}, device {trainer.device}",
-        flush=True,
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}"
     )
     net.forward(x[:1])  # the data fits the network, before anything is written
-    with _holding(out):
-        _check_out(out, args.overwrite)  # again, now that this run holds the folder
-        for stale in (METRICS_FILE, CURVES_FILE):  # the replaced run's
-            (out / stale).unlink(missing_ok=True)
+    with _run_folder(out, args.overwrite, (METRICS_FILE, CURVES_FILE)):
         # The initial network goes there first: a run folder that cannot be
         # written fails now, not after an epoch of training.
         trainer.save_checkpoint(out)
@@ -286,6 +322,8 @@ def _train(args: argparse.Namespace) -> int:
             callbacks=[run],
         )
     shown = Path(args.out)  # as given, not resolved
+    if not main:
+        return 0
     if not run.epochs:
         print(f"no epochs run; the initial network is in {shown}")
         return 0
@@ -311,19 +349,16 @@ def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
     trainer = Trainer(net, _optimizer(args), "cross_entropy")
     train_batches, val_batches = batchers(train, validation, vocab, args.batch_size)
     shown_name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
-    print(
+    _announce(
         f"{shown_name}: {len(train)} training texts ({train_batches.tokens:,} characters) and "
         f"{len(validation)} validation texts, vocabulary {vocab.size}, {args.optimizer} lr "
         f"{args.lr:g}, batch {args.batch_size}, clip norm {args.clip_norm}, "
-        f"{_count(args.epochs, 'epoch')}, device {trainer.device}",
-        flush=True,
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}"
     )
-    with _holding(out):
-        _check_out(out, args.overwrite)
-        for stale in (METRICS_FILE, CURVES_FILE, VOCAB_FILE):
-            (out / stale).unlink(missing_ok=True)
+    with _run_folder(out, args.overwrite, (METRICS_FILE, CURVES_FILE, VOCAB_FILE)):
         trainer.save_checkpoint(out)
-        vocab.save(out / VOCAB_FILE)  # atomic; the checkpoint saves keep it
+        if distributed.is_main_process():
+            vocab.save(out / VOCAB_FILE)  # atomic; the checkpoint saves keep it
         title = f"{shown_name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
         run = _RunFolder(out, title, args.epochs)
         trainer.fit(
@@ -336,6 +371,8 @@ def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
             callbacks=[run],
         )
     shown = Path(args.out)
+    if not distributed.is_main_process():
+        return 0
     if run.epochs:
         print(f"final validation bits per character: {run.epochs[-1]['val_bpc']:.4f}")
     print(f"run folder: {shown} ({', '.join(sorted(p.name for p in out.iterdir()))})")
@@ -467,6 +504,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument(
+        "--nproc",
+        type=BATCH_SIZE,
+        default=1,
+        help="data-parallel: train on N local ranks (started by mpirun; see docs/distributed.md)",
+    )
+    train.add_argument(
         "--clip-norm", type=float, default=None, help="clip the gradient's global L2 norm"
     )
     train.add_argument(
@@ -526,10 +569,13 @@ def _returnn(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.command == "train" and args.optimizer != "sgd" and (args.momentum or args.nesterov):
         parser.error("--momentum and --nesterov are SGD settings: they need --optimizer sgd")
     try:
+        if args.command == "train" and args.nproc > 1 and distributed.rank_env().world == 1:
+            return launch(without_nproc(argv), args.nproc)
         status = args.run(args)
         sys.stdout.flush()  # so that a reader gone early shows here, not at exit
         return status
@@ -540,6 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except (ValueError, TypeError, OSError, RuntimeError, NotImplementedError) as e:
+        if distributed.communicator() is not None:
+            distributed.abort(f"verjus: error: {e}")  # ends the other ranks too
         print(f"verjus: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

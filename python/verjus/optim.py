@@ -37,6 +37,7 @@ import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from verjus import distributed
 from verjus._config import dumps_finite
 from verjus._verjus import RfOptimizer, Tensor, check_schedule, check_solver_config
 
@@ -185,6 +186,28 @@ class Optimizer:
         if params is not None:
             trainable = [p for p in params if getattr(p, "trainable", None) is not False]
             self._bound = RfOptimizer(trainable, self.to_json())
+            if distributed.communicator() is not None:
+                self.replicate()
+
+    def replicate(self, param_sync_step: int | None = None) -> None:
+        """Trains data-parallel with the ranks ``verjus.distributed.init``
+        joined (done when made after ``init``): the parameters become rank 0's,
+        and each ``step`` (which every rank must call) averages the gradients
+        over the ranks first, or, with ``param_sync_step`` N, averages the
+        parameters after every N-th step (RETURNN's ``reduce_type`` "param";
+        call ``average_parameters`` before saving)."""
+        comm = distributed.communicator()
+        if comm is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.replicate: no ranks joined; call "
+                "verjus.distributed.init() in a process started by mpirun"
+            )
+        self._rf().replicate(comm, param_sync_step)
+
+    def average_parameters(self) -> None:
+        """Replaces the bound parameters by their mean over the ranks (parameter
+        averaging's sync at an epoch's end); nothing when not data-parallel."""
+        self._rf().average_parameters()
 
     def _rf(self) -> RfOptimizer:
         if self._bound is None:

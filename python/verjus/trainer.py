@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm.auto import tqdm
 
-from verjus import _verjus
+from verjus import _verjus, distributed
 from verjus._config import dumps_finite
 from verjus._seqfit import SequenceBatches, fit_sequences
 from verjus.data import TextBatcher
@@ -188,6 +188,14 @@ class Trainer:
         self._native = _verjus.Trainer(
             network._native, optimizer.to_json(), _loss_json(loss, label_smoothing), device
         )
+        self._join_ranks()
+
+    def _join_ranks(self) -> None:
+        """Trains data-parallel with the ranks ``verjus.distributed.init`` joined
+        (every rank must make its trainer), starting from rank 0's parameters."""
+        comm = distributed.communicator()
+        if comm is not None:
+            self._native.set_communicator(comm)
 
     @classmethod
     def resume(cls, folder: str | os.PathLike[str], *, device: str = "cpu") -> Trainer:
@@ -201,6 +209,7 @@ class Trainer:
         trainer.optimizer = from_config(json.loads(native.solver_json()))
         trainer.stop_training = False
         trainer._native = native
+        trainer._join_ranks()
         return trainer
 
     @property
@@ -211,8 +220,11 @@ class Trainer:
     def save_checkpoint(self, folder: str | os.PathLike[str]) -> None:
         """Saves the training state as the folder ``folder``, replacing it
         atomically; files in it that are not the checkpoint's own (such as a
-        run's ``metrics.jsonl``) are kept."""
-        self._native.save_checkpoint(os.fspath(folder))
+        run's ``metrics.jsonl``) are kept. Data-parallel, rank 0 writes (the
+        replicas are equal) while the others wait for it."""
+        if distributed.is_main_process():
+            self._native.save_checkpoint(os.fspath(folder))
+        distributed.barrier()
 
     @property
     def step(self) -> int:
@@ -251,6 +263,12 @@ class Trainer:
         after a time reduction); returns the mean loss (per real frame or per
         example). ``fit`` steps this way."""
         return self._native.train_sequences(x, lengths, y)
+
+    def train_no_rows(self) -> float:
+        """A data-parallel step on a rank with no rows of the global batch (an
+        epoch's short last batch; see ``verjus.distributed``): it takes the
+        other ranks' update and returns the global batch's mean loss."""
+        return self._native.train_no_rows()
 
     def evaluate_sequences(
         self, x: npt.ArrayLike, lengths: npt.ArrayLike, y: npt.ArrayLike
@@ -344,8 +362,9 @@ class Trainer:
         history = History()
         self.stop_training = False
         steps = -(-len(data) // batch_size)
+        main = distributed.is_main_process()
         for epoch in range(1, epochs + 1):
-            bar = _Progress(steps, f"epoch {epoch}/{epochs}", progress)
+            bar = _Progress(steps, f"epoch {epoch}/{epochs}", progress and main)
 
             def on_step(examples: int, loss: float, bar: _Progress = bar) -> None:
                 bar.step(examples, loss)
@@ -369,11 +388,11 @@ class Trainer:
                 loss, accuracy = self._native.evaluate_dataset(validation, eval_batch_size)
                 metrics.update(Metrics(loss, accuracy).as_dict("val_"))
             history.epochs.append(metrics)
-            if verbose > 0:
+            if verbose > 0 and main:
                 print(_epoch_line(metrics, epochs), flush=True)
             for hook in hooks:
                 hook.on_epoch_end(self, metrics)
-            if self.stop_training:
+            if distributed.any_rank(self.stop_training):
                 break
         return history
 

@@ -58,6 +58,10 @@ pub enum Error {
     /// Misuse of the autograd tape (e.g. backward of a non-scalar without a seed gradient).
     #[error("autograd: {0}")]
     Autograd(String),
+    /// A collective of data-parallel training failed (another rank ended, the
+    /// communicator raised).
+    #[error("collective: {0}")]
+    Collective(String),
 }
 
 /// `Result` with verjus' [`Error`].

@@ -19,6 +19,7 @@
 
 pub mod autograd;
 mod backend;
+pub mod collective;
 mod device;
 mod dtype;
 mod error;
@@ -34,6 +35,7 @@ mod tensor;
 mod view;
 
 pub use backend::{scoped, Backend, BackendRef};
+pub use collective::{Collective, CollectiveRef, ReduceOp, Solo};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -159,6 +159,14 @@ impl Context {
         self.step = 0;
     }
 
+    /// Gives this context the dropout streams numbered `stream` of its seed
+    /// (a data-parallel rank draws its own masks); stream 0 keeps the seed's own.
+    pub fn set_stream(&mut self, stream: u64) {
+        if stream != 0 {
+            self.seed = mix(self.seed, stream);
+        }
+    }
+
     /// Number of training forward passes so far (the dropout step).
     pub fn step(&self) -> u64 {
         self.step

@@ -23,6 +23,14 @@
 //! the number of training steps so far, whatever the batch sizes were. A
 //! checkpoint stores that position, and a resumed run draws the same masks as
 //! an uninterrupted one.
+//!
+//! Data-parallel training attaches a [`Collective`] ([`Trainer::set_collective`]):
+//! each rank steps on its rows of the same global batch, and the trainer sums
+//! the loss, the normaliser (examples or real frames) and the parameter
+//! gradients over the ranks before the solver step, so every rank applies the
+//! global batch's update and the replicas stay identical. Whether the step
+//! goes on (a finite loss everywhere) is agreed on by all ranks before any
+//! rank takes a different path. Each rank draws its own dropout masks.
 
 use crate::context::{refit, Context};
 use crate::data::Dataset;
@@ -32,8 +40,10 @@ use crate::parameter::Parameter;
 use crate::solver::{ParamMut, Solver};
 use crate::weights;
 use std::collections::hash_map::{Entry, HashMap};
+use std::sync::Arc;
 use verjus_core::{
-    ops, scoped, Backend, BackendRef, DType, Device, Element, Error, Result, Shape, Tensor,
+    ops, scoped, Backend, BackendRef, Collective, CollectiveRef, DType, Device, Element, Error,
+    ReduceOp, Result, Shape, Solo, Tensor,
 };
 
 impl ParamMut for Parameter {
@@ -82,6 +92,8 @@ pub struct Trainer {
     buffers: HashMap<usize, Buffers>,
     /// Training forward passes so far: the dropout stream's position.
     dropout_step: u64,
+    /// The ranks this one trains with ([`Solo`] when alone).
+    collective: CollectiveRef,
 }
 
 impl Trainer {
@@ -96,7 +108,35 @@ impl Trainer {
             be,
             buffers: HashMap::new(),
             dropout_step: 0,
+            collective: Arc::new(Solo),
         }
+    }
+
+    /// Trains data-parallel with the ranks of `collective` (see the module
+    /// docs): from here on every step, [`Trainer::train_no_rows`] and
+    /// [`Trainer::evaluate`] are collective calls that all ranks make in the
+    /// same order. Call [`Trainer::broadcast_parameters`] before the first step.
+    pub fn set_collective(&mut self, collective: CollectiveRef) {
+        self.buffers.clear(); // their dropout streams are keyed by the rank
+        self.collective = collective;
+    }
+
+    /// The ranks this trainer trains with.
+    pub fn collective(&self) -> &CollectiveRef {
+        &self.collective
+    }
+
+    /// Gives every rank rank 0's parameters, so that replicas built or loaded
+    /// apart start equal.
+    pub fn broadcast_parameters(&mut self) -> Result<()> {
+        let be = BackendRef::clone(&self.be);
+        let mut values: Vec<&mut Tensor> = self
+            .net
+            .parameters
+            .iter_mut()
+            .map(|p| &mut p.value)
+            .collect();
+        self.collective.broadcast(&*be, &mut values, 0)
     }
 
     /// Checks that `net` has one input and one output: a trainer feeds one
@@ -221,7 +261,13 @@ impl Trainer {
         Self::check_network(&self.net)?;
         let batch = batch_of(op, x, y)?;
         let be: &dyn Backend = &*self.be;
-        let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
+        let bufs = buffers_for(
+            &mut self.buffers,
+            &self.net,
+            be,
+            self.collective.rank(),
+            batch,
+        )?;
         bufs.ctx.set_train(true);
         bufs.ctx.set_step(self.dropout_step);
         let x = on_device(be, x, &mut bufs.x)?;
@@ -239,38 +285,53 @@ impl Trainer {
         } else {
             (self.loss.compute(be, out, y, Some(&mut *loss_grad))?, batch)
         };
-        if !loss.is_finite() {
-            // Only on this error path: are the parameters themselves gone?
-            let params = self.net.named_parameters_host(be)?;
-            let why = match weights::first_non_finite(&params) {
-                Some((name, ..)) => format!(
-                    "{name} already holds non-finite values: an earlier update diverged \
-                     (lower the learning rate, or clip gradients)"
-                ),
-                None => "the parameters are finite: check this batch's inputs".to_string(),
-            };
-            return Err(Error::invalid(
-                op,
-                format!(
-                    "the loss is {loss}; training has diverged ({why}; this step changed nothing)"
-                ),
-            ));
-        }
+        let (loss, norm) = agree_on_loss(&*self.collective, &self.net, be, op, loss, norm)?;
         self.net
             .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
         // Only parameters that backward reaches: as PyTorch's optimizers skip a
         // parameter without a gradient, a layer that feeds no output is neither
         // decayed nor given solver state.
         let net = &mut self.net;
-        let (mut params, grads): (Vec<&mut Parameter>, Vec<&Tensor>) = net
+        let (mut params, mut grads): (Vec<&mut Parameter>, Vec<&mut Tensor>) = net
             .parameters
             .iter_mut()
-            .zip(bufs.ctx.param_grads())
+            .zip(bufs.ctx.param_grads.iter_mut())
             .zip(&net.trained)
             .filter_map(|(pair, &trained)| trained.then_some(pair))
             .unzip();
+        self.collective.all_reduce(be, &mut grads, ReduceOp::Sum)?;
+        let grads: Vec<&Tensor> = grads.into_iter().map(|g| &*g).collect();
         self.solver.step(be, &mut params, &grads, norm)?;
         Ok((loss, batch))
+    }
+
+    /// A data-parallel step on a rank that holds no rows of this global batch
+    /// (an epoch's short last one): it adds nothing to the sums, takes the
+    /// same update as the other ranks and advances its dropout stream as a
+    /// step would. Returns the global batch's mean loss.
+    pub fn train_no_rows(&mut self) -> Result<f32> {
+        let be = BackendRef::clone(&self.be);
+        scoped(&*be, || {
+            let op = "train_no_rows";
+            Self::check_network(&self.net)?;
+            let be: &dyn Backend = &*self.be;
+            let (loss, norm) = agree_on_loss(&*self.collective, &self.net, be, op, 0.0, 0)?;
+            self.dropout_step = self.dropout_step.wrapping_add(1);
+            let net = &mut self.net;
+            let mut zeros = Vec::new();
+            let mut params = Vec::new();
+            for (p, &trained) in net.parameters.iter_mut().zip(&net.trained) {
+                if trained {
+                    zeros.push(ops::zeros(be, p.value.shape(), DType::F32)?);
+                    params.push(p);
+                }
+            }
+            let mut grads: Vec<&mut Tensor> = zeros.iter_mut().collect();
+            self.collective.all_reduce(be, &mut grads, ReduceOp::Sum)?;
+            let grads: Vec<&Tensor> = grads.into_iter().map(|g| &*g).collect();
+            self.solver.step(be, &mut params, &grads, norm)?;
+            Ok(loss)
+        })
     }
 
     /// The mean loss over one batch of sequences (as for
@@ -289,7 +350,13 @@ impl Trainer {
             Self::check_network(&self.net)?;
             let batch = batch_of("evaluate_sequences", x, y)?;
             let be: &dyn Backend = &*self.be;
-            let bufs = buffers_for(&mut self.buffers, &self.net, be, batch)?;
+            let bufs = buffers_for(
+                &mut self.buffers,
+                &self.net,
+                be,
+                self.collective.rank(),
+                batch,
+            )?;
             bufs.ctx.set_train(false);
             let x = on_device(be, x, &mut bufs.x)?;
             self.net
@@ -323,7 +390,8 @@ impl Trainer {
 
     /// Mean loss and (for integer labels) accuracy over all of `x` / `y`, in
     /// inference mode, `batch_size` examples at a time. `x` and `y` may be host
-    /// or device tensors.
+    /// or device tensors. Data-parallel, each rank evaluates its share of the
+    /// rows and every rank returns the metrics of all of them.
     pub fn evaluate(&mut self, x: &Tensor, y: &Tensor, batch_size: usize) -> Result<Metrics> {
         let be = BackendRef::clone(&self.be);
         scoped(&*be, || self.evaluate_here(x, y, batch_size))
@@ -353,10 +421,13 @@ impl Trainer {
             &y_host
         };
         let classify = y.dtype().is_int();
+        // Each rank evaluates its contiguous share; the sums are then global.
+        let (rank, world) = (self.collective.rank(), self.collective.world());
+        let (first, end) = (n * rank / world, n * (rank + 1) / world);
         let (mut loss_sum, mut correct) = (0.0f64, 0usize);
-        for start in (0..n).step_by(batch_size) {
-            let b = batch_size.min(n - start);
-            let bufs = buffers_for(&mut self.buffers, &self.net, be, b)?;
+        for start in (first..end).step_by(batch_size) {
+            let b = batch_size.min(end - start);
+            let bufs = buffers_for(&mut self.buffers, &self.net, be, self.collective.rank(), b)?;
             bufs.ctx.set_train(false);
             let xc = rows(x, start, b, &mut bufs.chunk_x)?;
             let yc = rows(y, start, b, &mut bufs.chunk_y)?;
@@ -369,11 +440,72 @@ impl Trainer {
                 correct += count_correct(be, out, yc, &mut bufs.pred)?;
             }
         }
+        let mut sums = [loss_sum, correct as f64];
+        self.collective
+            .all_reduce_scalars(&mut sums, ReduceOp::Sum)?;
         Ok(Metrics {
-            loss: (loss_sum / n as f64) as f32,
-            accuracy: classify.then(|| (correct as f64 / n as f64) as f32),
+            loss: (sums[0] / n as f64) as f32,
+            accuracy: classify.then(|| (sums[1] / n as f64) as f32),
         })
     }
+}
+
+/// The step's mean loss and normaliser over all ranks, or the error that
+/// ends the step on every rank when any rank's loss is not finite (before
+/// anything changed). This rank's `loss` is the mean over `norm` rows or
+/// frames (none on a rank without rows).
+fn agree_on_loss(
+    collective: &dyn Collective,
+    net: &Network,
+    be: &dyn Backend,
+    op: &str,
+    loss: f32,
+    norm: usize,
+) -> Result<(f32, usize)> {
+    let finite = loss.is_finite();
+    let mut sums = [
+        if finite {
+            f64::from(loss) * norm as f64
+        } else {
+            0.0
+        },
+        norm as f64,
+        f64::from(u8::from(!finite)),
+    ];
+    collective.all_reduce_scalars(&mut sums, ReduceOp::Sum)?;
+    if sums[2] > 0.0 {
+        return Err(diverged(net, be, op, loss));
+    }
+    // Counts are exact in f64; with one rank the mean is `loss` itself.
+    Ok(((sums[0] / sums[1]) as f32, sums[1] as usize))
+}
+
+/// The error of a step whose loss is not finite on this or another rank.
+fn diverged(net: &Network, be: &dyn Backend, op: &str, loss: f32) -> Error {
+    if loss.is_finite() {
+        return Error::invalid(
+            op,
+            format!(
+                "the loss is not finite on another rank (here {loss}); training has \
+                 diverged (this step changed nothing)"
+            ),
+        );
+    }
+    // Only on this error path: are the parameters themselves gone?
+    let why = match net.named_parameters_host(be) {
+        Ok(params) => match weights::first_non_finite(&params) {
+            Some((name, ..)) => format!(
+                "{name} already holds non-finite values: an earlier update diverged \
+                 (lower the learning rate, or clip gradients)"
+            ),
+            None => "the parameters are finite: check this batch's inputs".to_string(),
+        },
+        Err(e) => return e,
+    };
+    Error::invalid(
+        op,
+        format!("the loss is {loss}; training has diverged ({why}; this step changed nothing)"),
+    )
 }
 
 /// The batch size of `x` and `y`, which must agree and be non-zero.
@@ -393,17 +525,23 @@ fn batch_of(op: &str, x: &Tensor, y: &Tensor) -> Result<usize> {
     Ok(n)
 }
 
-/// The buffers of batch size `batch`, made on first use.
+/// The buffers of batch size `batch`, made on first use, with the dropout
+/// streams of data-parallel rank `rank`.
 fn buffers_for<'a>(
     map: &'a mut HashMap<usize, Buffers>,
     net: &Network,
     be: &dyn Backend,
+    rank: usize,
     batch: usize,
 ) -> Result<&'a mut Buffers> {
     Ok(match map.entry(batch) {
         Entry::Occupied(e) => e.into_mut(),
         Entry::Vacant(e) => e.insert(Buffers {
-            ctx: net.new_context(be, batch)?,
+            ctx: {
+                let mut ctx = net.new_context(be, batch)?;
+                ctx.set_stream(rank as u64);
+                ctx
+            },
             loss_grad: None,
             pred: None,
             chunk_x: None,

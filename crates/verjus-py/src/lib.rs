@@ -9,6 +9,8 @@
 //! - `network.rs`, `trainer.rs`, `dataset.rs`, `runner.rs`: the classes
 //!   `Network`, `Trainer`, `Dataset`, `Runner`; a network and its trainers
 //!   share one model (`shared.rs`);
+//! - `collective.rs`: data-parallel collectives through a Python communicator
+//!   (mpi4py);
 //! - `config.rs`: optimizer and schedule settings checked when made;
 //! - `device.rs`: device names, and host transfers around a computation;
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
@@ -22,6 +24,7 @@
 //! name:`) and result (`:rtype:`): `scripts/gen_stub.py` writes the type stub
 //! `python/verjus/_verjus.pyi` from them, and a test checks that it is current.
 
+mod collective;
 mod config;
 mod convert;
 mod data;

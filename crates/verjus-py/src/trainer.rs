@@ -6,6 +6,7 @@
 //! the GIL released; `train_epoch` takes the GIL back between steps to call the
 //! progress callback and to notice Ctrl-C.
 
+use crate::collective::PyCollective;
 use crate::convert;
 use crate::dataset::Dataset;
 use crate::device;
@@ -125,6 +126,30 @@ impl Trainer {
             },
         )?;
         Ok(Trainer { model, id, network })
+    }
+
+    /// Trains data-parallel with the ranks of ``communicator`` (an object with
+    /// ``rank``, ``world``, ``all_reduce``, ``broadcast`` and ``barrier``, such
+    /// as ``verjus.distributed.MpiCommunicator``), starting from rank 0's
+    /// parameters. Every rank must call it, and from then on make the same
+    /// training and evaluation calls in the same order.
+    ///
+    /// :param object communicator: the ranks' communicator
+    fn set_communicator(&self, py: Python<'_>, communicator: &Bound<'_, PyAny>) -> PyResult<()> {
+        let collective = Arc::new(PyCollective::new(communicator)?);
+        self.with_trainer(py, |t| {
+            t.set_collective(collective);
+            t.broadcast_parameters().map_err(to_py_err)
+        })
+    }
+
+    /// A data-parallel step on a rank that holds no rows of the global batch
+    /// (see ``set_communicator``): it takes the other ranks' update.
+    ///
+    /// :return: the global batch's mean loss
+    /// :rtype: float
+    fn train_no_rows(&self, py: Python<'_>) -> PyResult<f32> {
+        self.with_trainer(py, |t| t.train_no_rows().map_err(to_py_err))
     }
 
     /// Saves network, weights, solver state, loss, step and dropout stream
@@ -310,7 +335,10 @@ impl Trainer {
     }
 
     /// One pass over ``data`` in minibatches (shuffled by ``shuffle_seed`` when
-    /// given, the last batch may be short). After each step, with the GIL
+    /// given, the last batch may be short). Data-parallel (see
+    /// ``set_communicator``), each rank steps on its rows of every batch
+    /// (``rank, rank + world, ...``); losses and counts are the whole
+    /// batch's. After each step, with the GIL
     /// held, calls ``on_step(examples_in_step, loss)``; an exception it raises
     /// stops the epoch and propagates.
     ///
@@ -335,7 +363,13 @@ impl Trainer {
         if data.is_empty() {
             return Err(PyValueError::new_err("train_epoch: the dataset is empty"));
         }
-        let mut batches = data.batches(batch_size, shuffle_seed).map_err(to_py_err)?;
+        let (rank, world) =
+            self.with_trainer(py, |t| Ok((t.collective().rank(), t.collective().world())))?;
+        let mut batches = data
+            .batches(batch_size, shuffle_seed)
+            .and_then(|b| b.shard(rank, world))
+            .map_err(to_py_err)?;
+        // Losses and counts are the global batch's (every rank's rows).
         let (mut loss_sum, mut seen) = (0.0f64, 0usize);
         loop {
             let step = self.with_trainer(py, |t| {
@@ -343,11 +377,15 @@ impl Trainer {
                     return Ok(None);
                 };
                 let batch = batch.map_err(to_py_err)?;
-                let n = batch.x.dims().first().copied().unwrap_or(0);
-                let (loss, _) = t.train_minibatch(&batch.x, &batch.y).map_err(to_py_err)?;
-                Ok(Some((n, loss)))
+                let loss = if batch.x.dims().first() == Some(&0) {
+                    t.train_no_rows()
+                } else {
+                    t.train_minibatch(&batch.x, &batch.y).map(|(loss, _)| loss)
+                };
+                loss.map(Some).map_err(to_py_err)
             })?;
-            let Some((n, loss)) = step else { break };
+            let Some(loss) = step else { break };
+            let n = batch_size.min(data.len() - seen);
             loss_sum += f64::from(loss) * n as f64;
             seen += n;
             if let Some(callback) = &on_step {

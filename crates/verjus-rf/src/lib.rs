@@ -79,6 +79,7 @@ mod optim;
 mod pool;
 mod random;
 mod reduce;
+pub mod replicas;
 mod seq_concat;
 mod shape;
 mod slice;

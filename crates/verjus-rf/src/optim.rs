@@ -10,6 +10,7 @@
 //! (graphs recorded before keep the old values), and skips parameters without
 //! one.
 
+use crate::replicas::{self, Averaging, Replicas};
 use crate::{fmt_dims, RfTensor};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -42,6 +43,10 @@ pub struct Optimizer {
     slots: Vec<Slot>,
     step: u64,
     norm: GradNorm,
+    /// Data-parallel ranks, when training on several ([`Optimizer::replicate`]).
+    replicas: Option<Replicas>,
+    /// Whether this step's gradients are already the ranks' average.
+    grads_averaged: bool,
 }
 
 impl Optimizer {
@@ -77,6 +82,8 @@ impl Optimizer {
             slots,
             step: 0,
             norm: GradNorm::default(),
+            replicas: None,
+            grads_averaged: false,
         })
     }
 
@@ -183,6 +190,7 @@ impl Optimizer {
     /// one scalar read back); with [`Self::scale_grads`], clipping across
     /// several optimizers (parameter groups) by one norm.
     pub fn grad_norm(&mut self) -> Result<f32> {
+        self.average_grads()?;
         let grads: Vec<Arc<Tensor>> = self
             .slots
             .iter()
@@ -195,19 +203,21 @@ impl Optimizer {
     }
 
     /// Multiplies every gradient there is by `factor`.
-    pub fn scale_grads(&self, factor: f32) -> Result<()> {
+    pub fn scale_grads(&mut self, factor: f32) -> Result<()> {
+        self.average_grads()?;
         self.map_grads(|be, g, out| ops::unary(be, UnaryOp::Scale(factor), g, out))
     }
 
     /// Clips every gradient there is to `[-max, max]` elementwise
     /// (`torch.nn.utils.clip_grad_value_`); `max` must be finite and > 0.
-    pub fn clip_grad_values(&self, max: f32) -> Result<()> {
+    pub fn clip_grad_values(&mut self, max: f32) -> Result<()> {
         if !(max.is_finite() && max > 0.0) {
             return Err(Error::invalid(
                 "clip_grad_values",
                 format!("the limit must be finite and > 0, got {max}"),
             ));
         }
+        self.average_grads()?;
         self.map_grads(|be, g, out| {
             let bound = |v: f32| ops::upload(be, &Tensor::from_vec(Vec::<usize>::new(), vec![v])?);
             let mut low = ops::output(be, g.shape(), DType::F32)?;
@@ -232,8 +242,55 @@ impl Optimizer {
         Ok(())
     }
 
+    /// Trains data-parallel with the ranks of `replicas` (see [`replicas`]):
+    /// every rank's parameters become rank 0's now, and from here on each
+    /// [`Optimizer::step`] is a collective call that all ranks make.
+    pub fn replicate(&mut self, replicas: Replicas) -> Result<()> {
+        if let Averaging::Values { every: 0 } = replicas.averaging {
+            return Err(Error::invalid(
+                "optimizer",
+                "parameter averaging needs a sync step count > 0",
+            ));
+        }
+        replicas::broadcast_values(&*replicas.collective, &self.params())?;
+        self.replicas = Some(replicas);
+        Ok(())
+    }
+
+    /// Replaces every parameter by its mean over the ranks (parameter
+    /// averaging at an epoch's end, before a checkpoint); nothing when alone.
+    pub fn average_parameters(&self) -> Result<()> {
+        match &self.replicas {
+            Some(r) => replicas::average_values(&*r.collective, &self.params()),
+            None => Ok(()),
+        }
+    }
+
+    /// Replaces the gradients by their average over the ranks, once per step
+    /// (when replicated with gradient averaging): before anything looks at
+    /// them (clipping, the norm, the update), so that all see the global
+    /// batch's gradient, as after PyTorch DDP's backward.
+    pub fn average_grads(&mut self) -> Result<()> {
+        if let Some(Replicas {
+            collective,
+            averaging: Averaging::Grads,
+        }) = &self.replicas
+        {
+            if !self.grads_averaged {
+                replicas::average_grads(&**collective, &self.params())?;
+                self.grads_averaged = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn params(&self) -> Vec<&RfTensor> {
+        self.slots.iter().map(|s| &s.param).collect()
+    }
+
     /// Clears every parameter's gradient.
-    pub fn zero_grad(&self) {
+    pub fn zero_grad(&mut self) {
+        self.grads_averaged = false;
         for s in &self.slots {
             s.param.var().zero_grad();
         }
@@ -241,8 +298,27 @@ impl Optimizer {
 
     /// One update of every parameter that has a gradient, at the learning rate
     /// the schedule gives this step; with clipping on, the gradients that are
-    /// there are clipped together to the global norm.
+    /// there are clipped together to the global norm. Data-parallel, the
+    /// gradients are first averaged over the ranks ([`Optimizer::average_grads`]),
+    /// or the parameters are averaged after every `every`-th step.
     pub fn step(&mut self) -> Result<()> {
+        self.average_grads()?;
+        self.update()?;
+        self.grads_averaged = false;
+        if let Some(Replicas {
+            collective,
+            averaging: Averaging::Values { every },
+        }) = &self.replicas
+        {
+            if self.step.is_multiple_of(*every) {
+                replicas::average_values(&**collective, &self.params())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The update of [`Optimizer::step`], on this rank's gradients.
+    fn update(&mut self) -> Result<()> {
         let step = self.step;
         self.step += 1;
         let live: Vec<(&mut Slot, Arc<Tensor>)> = self

@@ -28,6 +28,9 @@ continues after the last finished epoch, to the same weights as a run that
 was never interrupted: every epoch's data order and random seed depend only on
 the epoch, and the optimizer state is saved with the parameters.
 
+With ``distributed`` (RETURNN's ``torch_distributed``) and several ranks, it
+trains data-parallel (``data_parallel``).
+
 The learning rate of an epoch is ``learning_rate_control``'s (RETURNN's
 ``LearningRateControl``, or any object with ``get_learning_rate_for_epoch``
 and ``set_epoch_error``), else ``learning_rates[epoch - 1]`` while the list
@@ -48,9 +51,11 @@ from typing import Any, Protocol
 import numpy as np
 
 import verjus.rf as rf
+from verjus import distributed as dist
 from verjus._files import write_text_atomic
 from verjus.engine import checkpoints
 from verjus.engine.batching import Prefetcher, batches, collate, shuffle_batches
+from verjus.engine.data_parallel import DataParallel, rank_seed_offset, this_ranks
 from verjus.engine.extern_data import ExternData, bind
 from verjus.engine.optimizer import ParamOptimizer
 from verjus.engine.worker import WorkerPrefetcher, can_fork
@@ -102,6 +107,7 @@ class Engine:
         data_worker: str = "process",
         log_steps: bool = False,
         on_epoch_end: Callable[[dict[str, Any]], None] | None = None,
+        distributed: Mapping[str, Any] | None = None,
     ) -> None:
         if accum_grad_multiple_step < 1:
             raise ValueError(
@@ -145,8 +151,14 @@ class Engine:
         self.save_interval = int(save_interval)
         self.device = device
         self.random_seed = int(random_seed)
-        self.log = log or (lambda line: print(line, flush=True))
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.data_parallel = None
+        if distributed is not None:
+            self.data_parallel = DataParallel.from_options(distributed)
+            if dist.init() is not None and device == "cuda":
+                device = f"cuda:{dist.rank_env().local_rank}"  # a rank's own GPU
+        main = dist.is_main_process()
+        self.log = (log or (lambda line: print(line, flush=True))) if main else _quiet
+        self.progress = (sys.stderr.isatty() if progress is None else progress) and main
         if data_worker not in ("process", "thread"):
             raise ValueError(f"data_worker must be 'process' or 'thread', got {data_worker!r}")
         self.data_worker = data_worker
@@ -169,6 +181,8 @@ class Engine:
             raise TypeError(f"get_model must return an rf.Module, got {type(self.model).__name__}")
         if self.train_step is not None:
             self.opt = ParamOptimizer(self.model, self.optimizer_options, self.learning_rate)
+            if self.data_parallel is not None and dist.communicator() is not None:
+                self.data_parallel.replicate(self.opt)
         return self.model
 
     def load_checkpoint(self, path: str | Path) -> None:
@@ -256,7 +270,9 @@ class Engine:
         epoch = self.epoch
         lr = self._learning_rate_for_epoch(epoch)
         self.opt.set_lr(self._effective_lr(lr, epoch - 1.0))
-        rf.set_random_seed(_merge_seeds(epoch, self.global_train_step, self.random_seed))
+        rf.set_random_seed(
+            _merge_seeds(epoch, self.global_train_step, self.random_seed + rank_seed_offset())
+        )
         self.log(
             f"start epoch {epoch} global train step {self.global_train_step} "
             f"with effective learning rate {self.opt.lr} ..."
@@ -272,7 +288,10 @@ class Engine:
         bar = _progress(self.progress, f"ep {epoch} train")
         self.opt.zero_grad()
         with self._batches(train, epoch, shuffle=True) as stream:
-            for raw in stream:
+            batches_left = iter(stream)
+            # Data-parallel, every rank steps while all have a batch.
+            while dist.all_ranks((raw := next(batches_left, None)) is not None):
+                assert raw is not None
                 step_begin = time.monotonic()
                 extern_data = bind(self.extern, raw, with_targets=True)
                 rf.init_train_step_run_ctx(
@@ -311,10 +330,12 @@ class Engine:
                 clip_value=self.gradient_clip, clip_global_norm=self.gradient_clip_global_norm
             )
             self.opt.zero_grad()
+        if self.data_parallel is not None:
+            self.data_parallel.end_epoch(self.opt)
         if steps == 0:
             raise ValueError(f"epoch {epoch}: the training data gave no batch")
         elapsed = time.monotonic() - begin
-        scores = {k: sums[k] / norms[k] for k in sums}
+        scores = _scores(sums, norms)
         self.log(
             f"Epoch {epoch}: Trained {steps} steps, {_hms(elapsed)} elapsed "
             f"({computing / elapsed:.1%} computing time, {1 - frames / max(padded, 1):.1%} padding)"
@@ -344,7 +365,7 @@ class Engine:
         norms: dict[str, float] = {}
         bar = _progress(self.progress, f"ep {self.epoch} {name} eval")
         begin = time.monotonic()
-        with self._batches(source, self.epoch or 1) as stream:
+        with self._batches(source, self.epoch or 1, this_rank=True) as stream:
             for step, raw in enumerate(stream):
                 step_begin = time.monotonic()
                 extern_data = bind(self.extern, raw, with_targets=True)
@@ -358,9 +379,9 @@ class Engine:
                     self._log_step(prefix, step, scores, time.monotonic() - step_begin, begin)
                 bar(scores)
         bar(None)
-        if not sums:
+        scores = _scores(sums, norms)
+        if not scores:
             raise ValueError(f"evaluate: dataset {name!r} gave no batch")
-        scores = {k: sums[k] / norms[k] for k in sums}
         if self.learning_rate_control is not None and self.epoch:
             self.learning_rate_control.set_epoch_error(
                 self.epoch, {f"{name}_loss_{k}": v for k, v in scores.items()}
@@ -392,11 +413,18 @@ class Engine:
     # -- helpers ------------------------------------------------------------
 
     def _batches(
-        self, source: Source, epoch: int, *, with_targets: bool = True, shuffle: bool = False
+        self,
+        source: Source,
+        epoch: int,
+        *,
+        with_targets: bool = True,
+        shuffle: bool = False,
+        this_rank: bool = False,
     ) -> Prefetcher | WorkerPrefetcher:
         """The epoch's collated batches, prepared in a worker process (``data_worker``
         "process", where processes can be forked) or a background thread; with
-        ``shuffle`` (training) in the order of ``online_shuffle_batches``."""
+        ``shuffle`` (training) in the order of ``online_shuffle_batches``, and
+        data-parallel only this rank's (training, or ``this_rank``)."""
         keys = set(self.extern.keys(with_targets=with_targets))
 
         def produce() -> Iterator[dict[str, np.ndarray]]:
@@ -413,6 +441,8 @@ class Engine:
                     buffer_size=self.online_shuffle_batches,
                     seed=_merge_seeds(epoch, self.random_seed),
                 )
+            if shuffle or this_rank:
+                groups = this_ranks(groups)
             for batch in groups:
                 yield collate(batch)
 
@@ -429,6 +459,13 @@ class Engine:
         self.log(f"{prefix}, step {step}, {shown}, {seconds:.3f} sec/step, elapsed {elapsed}")
 
     def _save(self, epoch: int) -> None:
+        """The epoch's checkpoint and metrics, written by rank 0 (the replicas
+        are equal) while the other ranks wait for it."""
+        if dist.is_main_process():
+            self._write_checkpoint(epoch)
+        dist.barrier()
+
+    def _write_checkpoint(self, epoch: int) -> None:
         assert self.model is not None
         assert self.opt is not None
         assert self.model_prefix is not None
@@ -465,6 +502,16 @@ class Engine:
             plot_curves([_curve_row(m) for m in self.metrics], folder / CURVES_FILE)
         except Exception as e:  # the plot is a picture: training goes on
             self.log(f"warning: no {CURVES_FILE}: {e}")
+
+
+def _quiet(line: str) -> None:
+    """The log of a rank other than 0: rank 0 tells the run."""
+
+
+def _scores(sums: Mapping[str, float], norms: Mapping[str, float]) -> dict[str, float]:
+    """Each loss summed (over the ranks too), divided by its summed frame count."""
+    sums, norms = dist.sum_by_key(sums), dist.sum_by_key(norms)
+    return {k: sums[k] / norms[k] for k in sums}
 
 
 def _add_losses(

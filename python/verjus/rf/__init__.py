@@ -88,6 +88,12 @@ Written in Python, on top of them:
   ``search.beam_search`` (a step function's labels over a beam, ``top_k``
   over beam and vocabulary, the state gathered by back-pointers).
 
+``print(x)`` shows a tensor's values (a few of a big one; ``repr``, in error messages,
+its dims only) and a model's dims, options and sub-modules; ``float(loss)`` and
+``loss.item()`` give a one-value tensor's value. A number or a string where a Dim
+belongs (``rf.LSTM(4, 6)``, ``axis=-1``) is a TypeError naming the argument
+(``verjus.rf._dim_args``).
+
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
 run where their operands are. ``loss.backward()`` fills ``param.grad``;
@@ -104,7 +110,8 @@ import numpy as np
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf import backend as _backend_selection
-from verjus.rf import decoder, init
+from verjus.rf import decoder, init, tensor_api
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
     CausalSelfAttention,
@@ -179,6 +186,11 @@ from verjus.rf.zoneout import ZoneoutLSTM
 # The native ops (and ``batch_dim``) under RETURNN's names: each binding of
 # crates/verjus-py/src/rf/ is listed once there, and arrives here with its docs.
 globals().update(_verjus.rf_exports)
+
+# ``print(x)`` shows the values. The native class has a ``__repr__`` (dims only, for
+# error messages) and no ``__str__``; a special method is looked up on the class, not
+# through its fallback to ``TensorApi``, so it is set here.
+Tensor.__str__ = tensor_api.TensorApi.__str__
 
 __all__ = [
     "LSTM",
@@ -284,6 +296,7 @@ def _rf_dtype(array: np.ndarray) -> str:
     raise TypeError(f"convert_to_tensor: cannot convert an array of {array.dtype}")
 
 
+@takes_dims
 def convert_to_tensor(
     value: Any,
     *,
@@ -380,6 +393,7 @@ def _filled(
     return out
 
 
+@takes_dims
 def zeros(
     dims: Sequence[Dim],
     *,
@@ -393,6 +407,7 @@ def zeros(
     return _filled(0.0, dims, dtype, device, sparse_dim, feature_dim)
 
 
+@takes_dims
 def ones(
     dims: Sequence[Dim],
     *,
@@ -416,6 +431,7 @@ def ones_like(other: Tensor) -> Tensor:
     return _verjus.rf_full_like(other, 1.0)
 
 
+@takes_dims
 def dropout(
     source: Tensor,
     drop_prob: float,
@@ -775,6 +791,7 @@ from verjus.rf.backend import use_mask_default  # noqa: E402
 from verjus.rf.conv import calc_conv_out_length  # noqa: E402
 
 
+@takes_dims
 def fill(*, dims: Sequence[Dim], fill_value: Any, dtype: str | None = None) -> Tensor:
     """RETURNN's ``rf.fill``: ``fill_value`` over ``dims`` (``rf.full``)."""
     return _verjus.rf_full(dims=dims, fill_value=fill_value, dtype=dtype)

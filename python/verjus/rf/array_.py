@@ -15,14 +15,17 @@ from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_split as _split
+from verjus.rf._dim_args import takes_dims
 
 
+@takes_dims
 def split(source: Tensor, *, axis: Dim, out_dims: Sequence[Dim]) -> tuple[Tensor, ...]:
     """``source`` cut along the static ``axis`` into consecutive parts over
     ``out_dims`` (their sizes add up to ``axis``'s)."""
     return tuple(_split(source, axis=axis, out_dims=list(out_dims)))
 
 
+@takes_dims
 def gather(
     source: Tensor,
     *,
@@ -46,6 +49,7 @@ def gather(
     return _gather(source, indices=indices, axis=axis, clip_to_valid=clip_to_valid)
 
 
+@takes_dims
 def cum_concat_step(
     source: Tensor, *, prev_accum: Tensor, axis: Dim, out_spatial_dim: Dim | None = None
 ) -> tuple[Tensor, Dim]:

@@ -11,7 +11,9 @@ dropout on the weights (``att_dropout`` while training) and keys whose lengths
 differ per query frame (a causal sequence after a state) need more: then the
 scores, (causal) mask, softmax, dropout and sum run as separate rf ops, as
 RETURNN's generic backend does (self-attention moves the keys to their own dim
-of the same lengths, ``rf.replace_dim``).
+of the same lengths, ``rf.replace_dim``). Whether that dropout shares its mask
+over all but the keys' axis follows RETURNN's behavior version
+(``_att_dropout_broadcast_default``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf.backend import behavior_version_at_least, returnn_config_bool
 from verjus.rf.module import Linear, Module
 from verjus.rf.rec import State
 from verjus.rf.replace_dim import replace_dim
@@ -65,7 +68,7 @@ def dot_attention(
     :param axis: softmax over it, then reduced
     :param att_dropout: dropout on the weights, while training
     :param att_dropout_broadcast: share the dropout mask over all but ``axis``
-        (False by default, RETURNN's behaviour version >= 19)
+        (None: ``_att_dropout_broadcast_default()``)
     :param causal_query_spatial_dim: if given, query position ``i`` attends key
         positions ``<= i`` (``axis`` itself for causal self-attention)
     :param scale: default ``key_dim ** -0.5``
@@ -83,7 +86,8 @@ def dot_attention(
     # a state) need the separate ops, as does dropout on the weights.
     per_query = axis.is_dynamic() and not set(axis.dyn_size_ext.dims) <= set(keys.dims)
     if drop or per_query:
-        broadcast = bool(att_dropout_broadcast)
+        if att_dropout_broadcast is None:
+            att_dropout_broadcast = _att_dropout_broadcast_default()
         return _unfused(
             query,
             keys,
@@ -91,7 +95,7 @@ def dot_attention(
             key_dim,
             axis,
             drop,
-            broadcast,
+            att_dropout_broadcast,
             scale,
             causal_query_spatial_dim,
         )
@@ -104,6 +108,21 @@ def dot_attention(
         causal_query_spatial_dim=causal_query_spatial_dim,
         scale=scale,
     )
+
+
+def _att_dropout_broadcast_default() -> bool:
+    """Whether the dropout on attention weights shares its mask over all dims but
+    the keys' axis, as RETURNN decides it: its config options
+    ``rf_att_dropout_broadcast``, then ``rf_dropout_broadcast``, where RETURNN's
+    settings are in effect (``verjus.rf.backend.returnn_behavior_version``);
+    else True up to behavior version 18 (RETURNN's old behavior: one mask per
+    key position, the same for every query, head and sequence), False from 19
+    on and without RETURNN's settings (a mask per weight)."""
+    for key in ("rf_att_dropout_broadcast", "rf_dropout_broadcast"):
+        value = returnn_config_bool(key)
+        if value is not None:
+            return value
+    return not behavior_version_at_least(19)
 
 
 def _unfused(
@@ -216,7 +235,9 @@ class SelfAttentionBase(Module):
         self.qkv = Linear(in_dim, self.qkv_dim_total, with_bias=with_bias)
         self.proj = Linear(value_dim_total, proj_dim, with_bias=with_bias) if proj_dim else None
         self.att_dropout = att_dropout
-        self.att_dropout_broadcast = bool(att_dropout_broadcast)
+        if att_dropout_broadcast is None:
+            att_dropout_broadcast = _att_dropout_broadcast_default()
+        self.att_dropout_broadcast = att_dropout_broadcast
 
     def forward_qkv(self, source: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """The projection split per head.
@@ -397,7 +418,9 @@ class CrossAttention(Module):
         self.q = Linear(query_in_dim, self.key_dim_total, with_bias=with_bias)
         self.proj = Linear(value_dim_total, proj_dim, with_bias=with_bias) if proj_dim else None
         self.att_dropout = att_dropout
-        self.att_dropout_broadcast = bool(att_dropout_broadcast)
+        if att_dropout_broadcast is None:
+            att_dropout_broadcast = _att_dropout_broadcast_default()
+        self.att_dropout_broadcast = att_dropout_broadcast
 
     def transform_encoder(self, encoder: Tensor, *, axis: Dim) -> State:
         """The keys and values of the encoder output, computed once.

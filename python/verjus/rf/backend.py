@@ -12,7 +12,9 @@ own and behaves as RETURNN's newest version, unless RETURNN's settings are in
 effect in the process (``returnn_behavior_version``: a RETURNN config loaded,
 as ``verjus returnn CONFIG`` does, or a behavior version set): then the ops
 that depend on them follow RETURNN's (``use_mask_default``, ``rf.conv``,
-``rf.pool``, the Conformer's conv-block norm).
+``rf.pool``, ``rf.transposed_conv``, ``rf.stft``, the scatter family, ``rf.pad``,
+the attention weights' dropout, SpecAugment, the Transformer decoder's and the
+Conformer's defaults).
 """
 
 from __future__ import annotations

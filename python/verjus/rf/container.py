@@ -137,6 +137,9 @@ class ParameterList(Module):
         one_iterable = len(parameters) == 1 and not isinstance(parameters[0], Tensor)
         self.extend(parameters[0] if one_iterable else parameters)
 
+    def __repr__(self) -> str:
+        return f"ParameterList({', '.join(map(repr, self))})"
+
     def _params(self) -> dict[str, Parameter]:
         return {k: v for k, v in vars(self).items() if isinstance(v, Parameter)}
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import takes_dims
 
 __all__ = [
     "ctc_best_path",
@@ -72,6 +73,7 @@ def _broadcast(
     return logits, targets, logits_batch + missing_in_logits
 
 
+@takes_dims
 def ctc_loss(
     *,
     logits: Tensor,
@@ -193,6 +195,7 @@ def _viterbi(
     return path
 
 
+@takes_dims
 def ctc_best_path(
     *,
     logits: Tensor,
@@ -254,6 +257,7 @@ def _num_labels(new_label: Tensor, path_spatial_dim: Dim) -> Tensor:
     return rf.reduce_sum(rf.cast(new_label, "int32"), axis=path_spatial_dim)
 
 
+@takes_dims
 def ctc_durations_from_path(
     *,
     path: Tensor,
@@ -299,6 +303,7 @@ def ctc_durations_from_path(
     return out, out_spatial_dim
 
 
+@takes_dims
 def ctc_no_label_loop_blank_durations_from_path(
     *,
     path: Tensor,

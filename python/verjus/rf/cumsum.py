@@ -16,6 +16,7 @@ from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_range_over_dim as _range_over_dim
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.replace_dim import replace_dim
 
 __all__ = ["cumsum"]
@@ -23,6 +24,7 @@ __all__ = ["cumsum"]
 _INT_DTYPES = ("int32", "int64")
 
 
+@takes_dims
 def cumsum(source: Tensor, *, spatial_dim: Dim) -> Tensor:
     """The cumulative sum of ``source`` along ``spatial_dim``:
     ``out[..., t, ...] = sum(source[..., s, ...] for s <= t)``.

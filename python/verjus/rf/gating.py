@@ -10,6 +10,7 @@ from collections.abc import Callable
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_sigmoid as sigmoid
 from verjus._verjus import rf_silu as silu
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import split
 
 __all__ = ["gating", "glu", "identity", "swish"]
@@ -26,6 +27,7 @@ def identity(x: Tensor) -> Tensor:
     return x
 
 
+@takes_dims
 def gating(
     x: Tensor,
     *,
@@ -56,6 +58,7 @@ def gating(
     return act_func(a) * gate_func(b), out_dim
 
 
+@takes_dims
 def glu(x: Tensor, *, axis: Dim | None = None, out_dim: Dim | None = None) -> tuple[Tensor, Dim]:
     """The gated linear unit: ``a * sigmoid(b)`` for the halves of ``axis``
     (PyTorch's ``glu``; ``gating`` with its defaults).

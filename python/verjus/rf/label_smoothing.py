@@ -14,6 +14,7 @@ from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus._verjus import rf_reduce_sum as _reduce_sum
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 
 __all__ = ["label_smoothed_log_prob_gradient", "label_smoothing", "smooth_one_hot"]
 
@@ -27,6 +28,7 @@ def _class_dim(t: Tensor, axis: Dim | None, op: str) -> Dim:
     return axis
 
 
+@takes_dims
 def label_smoothing(prob: Tensor, smoothing: float | Tensor, *, axis: Dim | None = None) -> Tensor:
     """Label smoothing, as RETURNN: sparse labels become dense, the label gets
     ``1 - smoothing`` and every other class ``smoothing / (dim - 1)``; dense
@@ -68,6 +70,7 @@ def smooth_one_hot(source: Tensor, *, label_prob: float | Tensor) -> Tensor:
     return _one_hot(source) * (label_prob - other) + other
 
 
+@takes_dims
 def label_smoothed_log_prob_gradient(
     log_prob: Tensor,
     smoothing: float | Tensor,

@@ -36,6 +36,7 @@ from verjus._verjus import rf_relu as _relu
 from verjus._verjus import rf_square as _square
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 
 __all__ = [
     "add",
@@ -536,6 +537,7 @@ def _combine(a: Operand, kind: str, b: Operand, bc: bool = False) -> Tensor:
     return _native_combine(a, kind, b, allow_broadcast_all_sources=bc)
 
 
+@takes_dims
 def combine_bc(
     a: Operand, kind: str, b: Operand, *, dim_order: Sequence[Dim] | None = None
 ) -> Tensor:
@@ -554,6 +556,7 @@ def combine_bc(
     return _order(_combine(a, kind, b, bc=True), dim_order)
 
 
+@takes_dims
 def compare_bc(
     a: Operand, kind: str, b: Operand, *, dim_order: Sequence[Dim] | None = None
 ) -> Tensor:

@@ -19,22 +19,12 @@ from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus.rf import init
+from verjus.rf._dim_args import check_module_args
 from verjus.rf.parameter import Parameter
 
 __all__ = ["Embedding", "Functional", "Linear", "Module", "Parameter"]
 
 M = TypeVar("M", bound="Module")
-
-
-def require_dims(what: str, **dims: object) -> None:
-    """A TypeError naming ``what`` and the argument unless each of ``dims`` is a Dim
-    (a common slip from PyTorch: ``rf.LSTM(4, 6)`` for ``nn.LSTM(4, 6)``)."""
-    for name, dim in dims.items():
-        if not isinstance(dim, Dim):
-            raise TypeError(
-                f"{what}: {name} must be a Dim (e.g. rf.Dim({dim!r}, name={name!r})), "
-                f"got {type(dim).__name__} {dim!r}"
-            )
 
 
 class Module:
@@ -47,8 +37,23 @@ class Module:
     among its attributes, each parameter once (under its first name).
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Checks the constructor's Dim arguments before ``__init__`` runs: ``rf.LSTM(4, 6)``
+        (PyTorch's ``nn.LSTM(4, 6)``) is a TypeError naming the argument, for every
+        module (``verjus.rf._dim_args``)."""
+        check_module_args(cls, args, kwargs)
+        return super().__new__(cls)
+
     def __repr__(self) -> str:
-        return f"<{type(self).__name__}>"
+        """``Name(dims and options)`` with each sub-module as ``(name): ...`` indented
+        under it, as PyTorch prints a model. The options are the public attributes
+        that are Dims, numbers, strings or lists of them (not parameters, not None)."""
+        options = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if _is_option(k, v))
+        children = [f"({name}): {child!r}" for name, child in self.named_children()]
+        if not children:
+            return f"{type(self).__name__}({options})"
+        body = "\n".join(([options] if options else []) + children).replace("\n", "\n  ")
+        return f"{type(self).__name__}(\n  {body}\n)"
 
     def named_modules(
         self,
@@ -149,6 +154,15 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")
 
 
+def _is_option(name: str, value: Any) -> bool:
+    """Whether ``Module.__repr__`` shows the attribute ``name``."""
+    if name.startswith("_") or isinstance(value, Tensor):
+        return False
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_is_option("", v) for v in value)
+    return isinstance(value, (Dim, bool, int, float, str))
+
+
 class Functional(Module):
     """A function as a module (``Sequential`` and ``ModuleList`` wrap plain
     callables in it)."""
@@ -187,7 +201,6 @@ class Linear(Module):
     ``feature_dim`` is ``out_dim``."""
 
     def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
-        require_dims("rf.Linear", in_dim=in_dim, out_dim=out_dim)
         self.in_dim, self.out_dim, self.with_bias = in_dim, out_dim, with_bias
         self._weight_out_dim = out_dim
         if in_dim == out_dim:

@@ -23,6 +23,7 @@ from verjus._verjus import rf_pad as _pad
 from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.shape_ops import check_has, host_tensor, names, scalar, valid_frames
 
@@ -115,6 +116,7 @@ def _select(
     return out.copy_transpose(order), out_dim
 
 
+@takes_dims
 def masked_select(
     tensor: Tensor, *, mask: Tensor, dims: Sequence[Dim], out_dim: Dim | None = None
 ) -> tuple[Tensor, Dim]:
@@ -139,6 +141,7 @@ def masked_select(
     return _select("masked_select", tensor, mask_np, rows, list(dims), out_dim)
 
 
+@takes_dims
 def masked_scatter(
     source: Tensor,
     backup: Tensor | None = None,
@@ -206,6 +209,7 @@ def _padding_mask_dims(op: str, source: Tensor, dims: Sequence[Dim]) -> list[Dim
     return sorted(extra, key=list(source.dims).index) + dims
 
 
+@takes_dims
 def pack_padded(
     source: Tensor,
     *,
@@ -237,6 +241,7 @@ def pack_padded(
     return _select("pack_padded", source, mask_np, rows, list(dims), out_dim)
 
 
+@takes_dims
 def pad_packed(source: Tensor, *, in_dim: Dim, dims: Sequence[Dim]) -> Tensor:
     """The inverse of ``pack_padded``: the packed frames of ``in_dim`` back over
     ``dims`` (zero in the padding).

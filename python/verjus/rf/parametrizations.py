@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.gradient_checkpoint import gradient_checkpoint_scope
 from verjus.rf.module import Module
 from verjus.rf.parameter import Parameter
@@ -97,6 +98,7 @@ class WeightNoise:
             return param + noise
 
 
+@takes_dims
 def weight_norm(module: Module, param_name: str, *, dim: Dim | None) -> Module:
     """Weight normalization of ``module.<param_name>`` (PyTorch's): the
     parameter is replaced by ``<param_name>.g`` (over ``dim``; a scalar for

@@ -24,6 +24,7 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_get_default_device as _default_device
 from verjus._verjus import rf_single_step_dim as _single_step_dim
+from verjus.rf._dim_args import takes_dims
 
 __all__ = [
     "make_pos_enc",
@@ -73,6 +74,7 @@ def _tensor(array: np.ndarray, dims: list[Dim], feat_dim: Dim) -> Tensor:
     return _from_numpy(np.ascontiguousarray(array), dims, "float32", False, None, feat_dim)
 
 
+@takes_dims
 def sinusoidal_positional_encoding(
     *,
     spatial_dim: Dim,
@@ -128,6 +130,7 @@ def sinusoidal_positional_encoding(
     return _cached(key, make)
 
 
+@takes_dims
 def sinusoidal_encoding(
     indices: Tensor,
     *,
@@ -161,6 +164,7 @@ def sinusoidal_encoding(
     return _tensor(_sin_cos(indices.numpy(), div_term), [*indices.dims, feat_dim], feat_dim)
 
 
+@takes_dims
 def relative_positional_encoding(
     *,
     query_spatial_dim: Dim,

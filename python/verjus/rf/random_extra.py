@@ -26,6 +26,7 @@ import numpy as np
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import takes_dims
 
 __all__ = [
     "get_static_step_based_seed",
@@ -120,6 +121,7 @@ def _truncated_normal(
     raise ValueError(f"random: truncated_normal range [{lo}, {hi}] is too unlikely to sample")
 
 
+@takes_dims
 def random(
     dims: Sequence[Dim],
     *,
@@ -214,6 +216,7 @@ def random(
     return _from_host(values, dims, "float32", feature_dim=feature_dim)
 
 
+@takes_dims
 def random_uniform(
     dims: Sequence[Dim],
     *,
@@ -264,6 +267,7 @@ def random_uniform(
     )
 
 
+@takes_dims
 def random_normal(
     dims: Sequence[Dim],
     *,
@@ -301,6 +305,7 @@ def random_normal(
     )
 
 
+@takes_dims
 def random_truncated_normal(
     dims: Sequence[Dim],
     *,
@@ -355,6 +360,7 @@ def _uniform_tensor(dims: Sequence[Dim], shape: tuple[int, ...]) -> Tensor:
     return rf.convert_to_tensor(values, dims=list(dims))
 
 
+@takes_dims
 def random_choice_without_replacement(
     *,
     log_probs: Tensor,
@@ -384,6 +390,7 @@ def random_choice_without_replacement(
     return indices
 
 
+@takes_dims
 def random_choice_with_replacement(dims: Sequence[Dim], *, probs: Tensor, axis: Dim) -> Tensor:
     """Entries of ``axis`` drawn with replacement from the categorical
     distribution ``probs`` (normalised over ``axis``; padding of a dynamic

@@ -21,7 +21,7 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_lstm as _lstm
 from verjus.rf import init
-from verjus.rf.module import Module, Parameter, require_dims
+from verjus.rf.module import Module, Parameter
 
 
 class State(dict):
@@ -112,7 +112,6 @@ class LSTM(Module):
     """
 
     def __init__(self, in_dim: Dim, out_dim: Dim, *, with_bias: bool = True):
-        require_dims("rf.LSTM", in_dim=in_dim, out_dim=out_dim)
         if out_dim.dimension is None:
             raise ValueError(f"rf.LSTM: out_dim {out_dim.name} must be static")
         self.in_dim = in_dim

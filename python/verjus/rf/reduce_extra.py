@@ -36,6 +36,7 @@ from verjus._verjus import rf_safe_log as _safe_log
 from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_split_dims as _split_dims
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.cumsum import cumsum
 from verjus.rf.search import top_k
 
@@ -71,6 +72,7 @@ def _check_not_distributed(name: str, distributed: bool) -> None:
         raise ValueError(f"{name}: distributed reductions are not supported (one process)")
 
 
+@takes_dims
 def reduce_any(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     """Whether any entry of the bool ``source`` over ``axis`` is True.
 
@@ -85,6 +87,7 @@ def reduce_any(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     return _compare(top, "greater", 0.0)
 
 
+@takes_dims
 def reduce_all(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     """Whether all entries of the bool ``source`` over ``axis`` are True.
 
@@ -99,6 +102,7 @@ def reduce_all(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     return _compare(low, "greater", 0.0)
 
 
+@takes_dims
 def reduce_argmin(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     """The index of the minimum of ``source`` along ``axis`` (the first one on
     ties).
@@ -116,6 +120,7 @@ def reduce_argmin(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tenso
     return _reduce_argmax(-_cast(source, "float32"), axis=axes[0], use_mask=use_mask)
 
 
+@takes_dims
 def reduce_logmeanexp(source: Tensor, *, axis: Axis, use_mask: bool = True) -> Tensor:
     """``log(mean(exp(source)))`` over ``axis``: ``reduce_logsumexp`` minus the
     log of the number of entries.
@@ -148,6 +153,7 @@ _MODES = {
 }
 
 
+@takes_dims
 def reduce(
     source: Tensor,
     *,
@@ -185,6 +191,7 @@ def _with_feature_dim(x: Tensor, feature_dim: Dim) -> Tensor:
     return out
 
 
+@takes_dims
 def reduce_out(source: Tensor, *, mode: str, num_pieces: int, out_dim: Dim | None = None) -> Tensor:
     """Maxout-style reduction of the feature dim: it is split into
     ``(out_dim, num_pieces)`` and each group of ``num_pieces`` consecutive
@@ -253,6 +260,7 @@ def _lengths(dim: Dim, layout: list[Dim], sizes: dict[Dim, int]) -> np.ndarray:
     return arr.reshape([sizes[d] if d in have else 1 for d in layout])
 
 
+@takes_dims
 def num_elements_of_shape(
     dims: Axis,
     *,
@@ -307,6 +315,7 @@ def num_elements_of_shape(
     return _from_numpy(np.array(n, np.int64), rest, "int64", False, None, None)
 
 
+@takes_dims
 def masked_fraction_of_shape(
     dims: Axis, *, inverse: bool = False, device: str | None = None
 ) -> int | Tensor:
@@ -336,6 +345,7 @@ def _scalar_k(k: int | Tensor) -> int:
     return k
 
 
+@takes_dims
 def top_k_mask(values: Tensor, *, axis: Dim, k: int | Tensor) -> Tensor:
     """The mask of the ``k`` largest entries of ``values`` along ``axis`` (e.g.
     for top-k sampling).
@@ -360,6 +370,7 @@ def _valid_only(mask: Tensor, axis: Dim) -> Tensor:
     return _combine(mask, "logical_and", _sequence_mask([axis]), allow_broadcast_all_sources=True)
 
 
+@takes_dims
 def top_p_mask(
     probs: Tensor,
     *,

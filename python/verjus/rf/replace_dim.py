@@ -15,10 +15,12 @@ import numpy as np
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_merge_dims as _merge_dims
+from verjus.rf._dim_args import takes_dims
 
 __all__ = ["replace_dim"]
 
 
+@takes_dims
 def replace_dim(source: Tensor, *, in_dim: Dim, out_dim: Dim | None = None) -> tuple[Tensor, Dim]:
     """``source`` with ``in_dim`` replaced by ``out_dim``, the values unchanged.
 

@@ -12,6 +12,13 @@ source times the out dim). Gradients come from the tape. Integer sources are
 combined in float32, exact up to 2**24. The padding frames of dynamic indices
 dims are left out (RETURNN's ``use_mask``), and indices outside the out dim are
 an error.
+
+Where RETURNN's settings are in effect (``verjus.rf.backend.
+returnn_behavior_version``), its older behavior: ``use_mask`` (of ``scatter``,
+and so of ``scatter_count`` and ``scatter_mean``) is False by default up to
+behavior version 22, and below 25 (or with ``rf_scatter_use_fixed_masking=False``)
+a ``fill_value`` other than the mode's neutral value is what the padding frames
+send to their indices (``_fill_value_masking``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_combine as _combine
 from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_exp as _exp
+from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_log as _log
 from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_range_over_dim as _range_over_dim
@@ -37,6 +45,7 @@ from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus._verjus import rf_where as _where
 from verjus.rf import convert_to_tensor
 from verjus.rf.array_ import gather
+from verjus.rf.backend import behavior_version_at_least, returnn_config_bool, use_mask_default
 from verjus.rf.shape_ops import check_has, names, scalar, set_sparse_dim, valid_frames
 
 __all__ = [
@@ -140,6 +149,35 @@ def _check_range(op: str, indices: Tensor, masked_dims: list[Dim], size: int) ->
         raise ValueError(f"{op}: indices {bad[:5].tolist()} are outside the out dim of size {size}")
 
 
+def _use_mask(use_mask: bool | None) -> bool:
+    """``use_mask`` of ``scatter``, by default as RETURNN's ``rf.use_mask_default``."""
+    if use_mask is not None:
+        return use_mask
+    return use_mask_default(
+        default=True, default_false_for_behavior_version_up_to=22, func_name="scatter"
+    )
+
+
+def _fill_value_masking(mode: str, dtype: str, fill_value: float | int | None) -> bool:
+    """Whether a masked scatter puts ``fill_value`` on the padding frames and
+    scatters them by their indices, as RETURNN before behavior version 25 (its
+    ``rf_scatter_use_fixed_masking`` False): with a ``fill_value`` other than the
+    mode's neutral value (0 for sum, the lowest value for max, the highest for min)."""
+    if fill_value is None:
+        return False
+    if mode == "sum":
+        neutral = 0
+    elif dtype in _INT_RANGE:
+        limits = _INT_RANGE[dtype]
+        neutral = int(limits.min if mode == "max" else limits.max)
+    else:
+        neutral = float("-inf") if mode == "max" else float("inf")
+    if fill_value == neutral:
+        return False
+    fixed = returnn_config_bool("rf_scatter_use_fixed_masking")
+    return not (fixed if fixed is not None else behavior_version_at_least(25))
+
+
 def _fill(out: Tensor, counts: Tensor, fill_value: float | int) -> Tensor:
     """``out`` where some index hit, ``fill_value`` elsewhere."""
     return _where(counts > 0.0, out, scalar(fill_value, out.dtype))
@@ -169,8 +207,10 @@ def scatter(
         for sum, -inf / +inf for max / min of float32 (the integer range's end
         for integers); for argmax the invalid index
     :param out_dim: the dim(s) to scatter into; by default ``indices.sparse_dim``
-    :param use_mask: True (default): the padding of dynamic indices dims is left
-        out; False: padding frames are scattered like the others
+    :param use_mask: True: the padding of dynamic indices dims is left out;
+        False: padding frames are scattered like the others; None: as RETURNN's
+        ``rf.use_mask_default`` (True, but False with a RETURNN behavior version
+        up to 22)
     :return: ``{batch..., out_dim(s)..., features...}``, ``source``'s dtype;
         the padding of a dynamic ``out_dim`` is 0 for modes other than sum
     """
@@ -198,7 +238,15 @@ def scatter(
         )
     if mode not in ("sum", "max", "min"):
         raise ValueError(f"scatter: unknown mode {mode!r}")
-    plan = _Plan("scatter", source, indices, indices_dim, out_dim, use_mask is not False)
+    use_mask = _use_mask(use_mask)
+    dims = [indices_dim] if isinstance(indices_dim, Dim) else list(indices_dim)
+    dynamic = any(d.is_dynamic() for d in dims)
+    if use_mask and dynamic and _fill_value_masking(mode, source.dtype, fill_value):
+        # RETURNN's older masking: the padding frames send fill_value to their indices.
+        filler = scalar(fill_value, source.dtype)
+        source = _where(_sequence_mask(dims), source, filler, allow_broadcast_all_sources=True)
+        use_mask = False
+    plan = _Plan("scatter", source, indices, indices_dim, out_dim, use_mask)
     if mode == "sum":
         out = _matmul(
             _cast(plan.hit, "float32"),
@@ -238,7 +286,12 @@ def scatter_count(
     :param fill_value: the count of positions nothing goes to (default 0)
     :return: int32 ``{batch..., out_dim(s)...}``
     """
-    plan = _Plan("scatter_count", None, indices, indices_dim, out_dim, True)
+    if _fill_value_masking("sum", "int32", fill_value):
+        ones = _full(dims=list(indices.dims), fill_value=1, dtype="int32")
+        return scatter(
+            ones, indices=indices, indices_dim=indices_dim, fill_value=fill_value, out_dim=out_dim
+        )
+    plan = _Plan("scatter_count", None, indices, indices_dim, out_dim, _use_mask(None))
     counts = plan.counts()
     out = _cast(counts, "int32")
     if fill_value:

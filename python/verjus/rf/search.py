@@ -21,6 +21,7 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.loop.functional import _flatten, _unflatten
 
@@ -60,6 +61,7 @@ def _new(values: np.ndarray, dims: Sequence[Dim], sparse_dim: Dim | None = None)
     return _from_numpy(np.ascontiguousarray(values), list(dims), dtype, False, sparse_dim, None)
 
 
+@takes_dims
 def ctc_greedy_decode(
     logits: Tensor,
     *,
@@ -118,6 +120,7 @@ def ctc_greedy_decode(
     return out, out_dim
 
 
+@takes_dims
 def top_k(
     source: Tensor,
     *,
@@ -178,6 +181,7 @@ def top_k(
     return values, indices[0] if isinstance(axis, Dim) else indices, k_dim
 
 
+@takes_dims
 def edit_distance(
     a: Tensor, a_spatial_dim: Dim, b: Tensor, b_spatial_dim: Dim, *, dtype: str = "int32"
 ) -> Tensor:

@@ -10,11 +10,13 @@ from collections.abc import Sequence
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_sequence_mask as _sequence_mask
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.device import copy_to_device
 
 __all__ = ["sequence_mask"]
 
 
+@takes_dims
 def sequence_mask(dims: Dim | Sequence[Dim], *, device: str | None = None) -> Tensor:
     """The bool mask of the valid frames of the dynamic dims among ``dims``
     (True within every sequence's length), over the lengths' dims and those

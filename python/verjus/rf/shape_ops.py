@@ -39,6 +39,7 @@ from verjus._verjus import rf_sequence_mask as _sequence_mask
 from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_split_dims as _split_dims
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.backend import set_default_device_ctx
 from verjus.rf.replace_dim import replace_dim
@@ -136,6 +137,7 @@ def valid_frames(dims: Sequence[Dim], sizes: Sequence[int], op: str) -> np.ndarr
     return valid
 
 
+@takes_dims
 def set_sparse_dim(source: Tensor, sparse_dim: Dim) -> Tensor:
     """``source`` (integer) with ``sparse_dim`` as its sparse dim, the values unchanged.
 
@@ -150,6 +152,7 @@ def set_sparse_dim(source: Tensor, sparse_dim: Dim) -> Tensor:
     return out
 
 
+@takes_dims
 def constant(
     fill_value: float | int | bool,
     *,
@@ -195,6 +198,7 @@ def constant(
     return out
 
 
+@takes_dims
 def stack(sources: Sequence[Tensor], *, out_dim: Dim | None = None) -> tuple[Tensor, Dim]:
     """The ``sources`` (all with the same dims, in any order) stacked along a new
     dim.
@@ -228,6 +232,7 @@ def stack(sources: Sequence[Tensor], *, out_dim: Dim | None = None) -> tuple[Ten
     return out, out_dim
 
 
+@takes_dims
 def unstack(source: Tensor, *, axis: Dim) -> tuple[Tensor, ...]:
     """``source`` cut along the static ``axis`` into its entries (the inverse of
     ``stack``).
@@ -242,6 +247,7 @@ def unstack(source: Tensor, *, axis: Dim) -> tuple[Tensor, ...]:
     return tuple(gather(source, indices=i, axis=axis) for i in range(axis.dimension))
 
 
+@takes_dims
 def expand_dims(source: Tensor, dims: Sequence[Dim]) -> Tensor:
     """``source`` broadcast over each of ``dims`` (``expand_dim`` for each, new
     dims last)."""
@@ -250,6 +256,7 @@ def expand_dims(source: Tensor, dims: Sequence[Dim]) -> Tensor:
     return source
 
 
+@takes_dims
 def squeeze(source: Tensor, axis: Dim) -> Tensor:
     """``source`` without its size-1 dim ``axis``."""
     check_has("squeeze", source, [axis])
@@ -258,6 +265,7 @@ def squeeze(source: Tensor, axis: Dim) -> Tensor:
     return gather(source, indices=0, axis=axis)
 
 
+@takes_dims
 def reshape(source: Tensor, in_dims: Sequence[Dim], out_dims: Sequence[Dim]) -> Tensor:
     """``source`` with ``in_dims`` (flattened in that order) reshaped into
     ``out_dims``, placed where the first of ``in_dims`` in ``source`` was.
@@ -321,6 +329,7 @@ def _reshape_padded(source: Tensor, in_dims: list[Dim], out_dims: list[Dim]) -> 
     return out.copy_transpose(rest[:at] + out_dims + rest[at:])
 
 
+@takes_dims
 def repeat(
     values: Tensor,
     *,
@@ -418,6 +427,7 @@ def _positions(axis: Dim) -> tuple[Tensor, Tensor | int]:
     return _range_over_dim(axis), length
 
 
+@takes_dims
 def reverse_sequence(tensor: Tensor, *, axis: Dim, handle_dynamic_dims: bool = True) -> Tensor:
     """``tensor`` reversed along ``axis``; on a dynamic ``axis`` each sequence
     within its own length (``a b c <pad>`` -> ``c b a <pad>``), unless
@@ -453,6 +463,7 @@ def _shift(
     return out.copy_transpose(list(source.dims) + [d for d in out.dims if d not in source.dims])
 
 
+@takes_dims
 def shift_right(
     source: Tensor, *, axis: Dim, pad_value: float | int | bool | Tensor, amount: int = 1
 ) -> Tensor:
@@ -467,6 +478,7 @@ def shift_right(
     return _shift("shift_right", source, axis, pad_value, amount)
 
 
+@takes_dims
 def shift_left(
     source: Tensor, *, axis: Dim, pad_value: float | int | bool | Tensor, amount: int = 1
 ) -> Tensor:
@@ -500,6 +512,7 @@ def _window_sides(window: int, left: Dim | int | None, right: Dim | int | None) 
     return left, right
 
 
+@takes_dims
 def window(
     source: Tensor,
     *,
@@ -582,6 +595,7 @@ def concat_features(*sources: Tensor, allow_broadcast: bool = False) -> Tensor:
     return with_feature_dim(out, out_dim)
 
 
+@takes_dims
 def range_over_dim_strided(
     dim: Dim,
     *,
@@ -607,6 +621,7 @@ def range_over_dim_strided(
     return set_sparse_dim(positions, out_dim), out_dim
 
 
+@takes_dims
 def range_over_merged_dims(
     dims: Sequence[Dim], *, dtype: str | None = None, device: str | None = None
 ) -> Tensor:
@@ -626,6 +641,7 @@ def range_over_merged_dims(
     return flat if flat.dtype == "float32" else set_sparse_dim(flat, merged)
 
 
+@takes_dims
 def linspace_over_dim(
     dim: Dim,
     start: float | Tensor = 0.0,
@@ -657,6 +673,7 @@ def linspace_over_dim(
     return out
 
 
+@takes_dims
 def last_frame_position_of_dim(
     dim: Dim, *, device: str | None = None, allow_scalar_on_cpu: bool = True
 ) -> int | Tensor:
@@ -677,6 +694,7 @@ def last_frame_position_of_dim(
         return host_tensor(np.maximum(lens.numpy() - 1, 0), lens.dims, lens.dtype, sparse_dim=dim)
 
 
+@takes_dims
 def replace_dim_v2(
     source: Tensor,
     *,
@@ -728,6 +746,7 @@ def replace_dim_v2(
     return out.copy_transpose(front)
 
 
+@takes_dims
 def slice_update(target: Tensor, value: Tensor, *, axis: Dim, start: int | Tensor) -> Tensor:
     """``target`` with the frame ``value`` written at position ``start`` of ``axis``.
 
@@ -752,6 +771,7 @@ def slice_update(target: Tensor, value: Tensor, *, axis: Dim, start: int | Tenso
     return out.copy_transpose(list(target.dims))
 
 
+@takes_dims
 def sort(
     source: Tensor, *, axis: Dim, descending: bool = False, stable: bool = True
 ) -> tuple[Tensor, Tensor, Dim]:
@@ -788,6 +808,7 @@ def sort(
     return out, indices, out_dim
 
 
+@takes_dims
 def search_sorted(
     sorted_seq: Tensor,
     values: Tensor,

@@ -16,6 +16,7 @@ from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_combine as _combine
 from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus._verjus import rf_slice as _slice
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.math_ import ceil_divide
 from verjus.rf.shape_ops import replace_dim_v2
@@ -34,6 +35,7 @@ def _plain(name: str, value: Position | Dim) -> Position | Dim:
     return int(np.asarray(value.numpy()))
 
 
+@takes_dims
 def slice(
     source: Tensor,
     *,

@@ -279,16 +279,34 @@ class TensorApi:
 
     def item(self: Any) -> float | int | bool:
         """The one value of a one-element tensor, as a Python number (as PyTorch's)."""
-        raw = np.asarray(self.numpy())
-        if raw.size != 1:
-            raise ValueError(f"item: {self!r} has {raw.size} values, not one")
-        return raw.reshape(()).item()
+        return _one_value(self, "item()")
 
     def __float__(self: Any) -> float:
-        return float(TensorApi.item(self))
+        return float(_one_value(self, "float()"))
 
     def __int__(self: Any) -> int:
-        return int(TensorApi.item(self))
+        return int(_one_value(self, "int()"))
+
+    def __str__(self: Any) -> str:
+        """The repr with the values, so that ``print(loss)`` shows the loss, as
+        PyTorch's: a big tensor shows a few values at each end of each axis (numpy's
+        summary), a template none. ``repr`` stays without values: error messages
+        use it, and it must not copy a tensor from the device."""
+        head = repr(self)
+        if self.is_template():
+            return head
+        if self.device != "cpu":
+            head = f"{head[:-1]}, device={self.device!r})"
+        prefix = f"{head[:-1]}, "
+        values = np.array2string(
+            np.asarray(self.numpy()),
+            separator=", ",
+            prefix=prefix,
+            threshold=_PRINT_THRESHOLD,
+            edgeitems=3,
+            precision=4,
+        )
+        return f"{prefix}{values})"
 
     # -- operators that need the functional forms (called from the native class) ------
 
@@ -321,6 +339,22 @@ class TensorApi:
 
     def __abs__(self: Any) -> Tensor:
         return _rf().abs(self)
+
+
+# ``str(tensor)`` shows all values up to this many, else a few at each end of each axis.
+_PRINT_THRESHOLD = 100
+
+
+def _one_value(x: Any, what: str) -> float | int | bool:
+    """The one value of a one-element tensor; a ValueError naming ``what`` and the
+    dims otherwise (reduce first, e.g. ``rf.reduce_mean``)."""
+    count = int(np.prod(x.shape))  # before the values are copied from the device
+    if count != 1:
+        raise ValueError(
+            f"{what}: {x!r} has {count} values, not one; reduce it first (e.g. "
+            f"rf.reduce_mean(x, axis=x.dims))"
+        )
+    return np.asarray(x.numpy()).reshape(()).item()
 
 
 def _compatible(

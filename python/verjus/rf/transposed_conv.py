@@ -11,6 +11,12 @@ per sequence is PyTorch's and TensorFlow's for ``padding="valid"``:
 ``in * stride + max(filter_size - stride, 0)``, or with ``output_padding``
 ``in * stride + filter_size - stride + output_padding``; ``remove_padding``
 drops that many frames at the end.
+
+``use_mask`` defaults as in RETURNN (``rf.use_mask_default``): False with a
+RETURNN behavior version up to 22. Unmasked, the padding frames of the dynamic
+dims enter the result as they are, as they do in RETURNN's transposed
+convolution of the padded array: the dims are taken as static ones of their
+padded size for the computation.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import numpy as np
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus.rf import init
+from verjus.rf.conv import _over_padded_frames, _unmasked, _Window
 from verjus.rf.module import Module, Parameter
 
 __all__ = ["TransposedConv1d", "TransposedConv2d", "transposed_conv"]
@@ -49,6 +56,12 @@ def _upsample(x: Tensor, axis: Dim, stride: int) -> tuple[Tensor, Dim]:
         x, "*", rf.convert_to_tensor(first, dims=[phase]), allow_broadcast_all_sources=True
     )
     return _merge_dims(x, dims=[axis, phase])
+
+
+def _times_plus(dim: Dim, factor: int, term: int) -> Dim:
+    """The dim ``dim * factor + term`` (``dim`` itself for 1 and 0)."""
+    dim = dim * factor if factor != 1 else dim
+    return dim + term if term else dim
 
 
 def transposed_conv(
@@ -84,8 +97,9 @@ def transposed_conv(
     :param output_padding: None (the default length) or extra frames per dim
     :param strides: the upsampling per dim; by default the filter size
     :param bias: ``[out_dim]`` or None
-    :param use_mask: the padding frames of dynamic dims never enter (always; only
-        True or None accepted)
+    :param use_mask: whether the padding frames of dynamic dims are taken as 0
+        (None: as RETURNN's ``rf.use_mask_default``, see the module docs); else
+        they enter the result as they are
     :return: the output (its channel dim ``out_dim``) and its spatial dims
     """
     from verjus import rf
@@ -93,8 +107,6 @@ def transposed_conv(
     who = "transposed_conv"
     if padding != "valid":
         raise NotImplementedError(f"{who}: only padding='valid' is supported, got {padding!r}")
-    if use_mask is False:
-        raise NotImplementedError(f"{who}: use_mask=False is not supported")
     spatial = list(in_spatial_dims)
     nd = len(spatial)
     sizes = [d.dimension for d in filter_size]
@@ -108,20 +120,47 @@ def transposed_conv(
         raise ValueError(
             f"{who}: source {list(source.dims)} must have in_dim {in_dim} and {spatial}"
         )
-    x = source
-    pads = []
-    per_dim = zip(spatial, sizes, stride_list, out_pad, remove, strict=True)
-    for i, (axis, k, s, p, r) in enumerate(per_dim):
-        x, axis = _upsample(x, axis, s)
-        right = (max(k - s, 0) if p is None else k - s + p) - (r or 0)
-        if right < 0:
+    rights = []
+    for i, (k, s, p, r) in enumerate(zip(sizes, stride_list, out_pad, remove, strict=True)):
+        rights.append((max(k - s, 0) if p is None else k - s + p) - (r or 0))
+        if rights[-1] < 0:
             raise ValueError(
                 f"{who}: spatial dim {i}: filter size {k}, stride {s}, output_padding {p} and"
                 f" remove_padding {r} give fewer frames than in * stride (not supported)"
             )
-        spatial[i] = axis
-        pads.append((k - 1, right))
-    x, spatial = rf.pad(x, axes=spatial, padding=pads)
+    if _unmasked(spatial, use_mask, who):
+        if not out_spatial_dims:  # the lengths of the masked form: in * stride + right
+            out_spatial_dims = [
+                _times_plus(d, s, right)
+                for d, s, right in zip(spatial, stride_list, rights, strict=True)
+            ]
+        return _over_padded_frames(
+            lambda x, dims, _padding, _out_dims: transposed_conv(
+                x,
+                in_dim=in_dim,
+                out_dim=out_dim,
+                in_spatial_dims=dims,
+                filter=filter,
+                filter_size=filter_size,
+                padding=padding,
+                remove_padding=remove,
+                output_padding=out_pad,
+                strides=stride_list,
+                bias=bias,
+            ),
+            source,
+            spatial,
+            out_spatial_dims,
+            padding="valid",
+            window=_Window(sizes, stride_list, [1] * nd),
+            mask_value=None,
+            torch_pads=None,
+        )
+    x = source
+    for i, (axis, s) in enumerate(zip(spatial, stride_list, strict=True)):
+        x, spatial[i] = _upsample(x, axis, s)
+    pads = [(k - 1, right) for k, right in zip(sizes, rights, strict=True)]
+    x, spatial = rf.pad(x, axes=spatial, padding=pads, handle_dynamic_dims=True)
     # Correlating with the reversed filter is the transposed convolution.
     for fdim, k in zip(filter_size, sizes, strict=True):
         rev = rf.convert_to_tensor(np.arange(k - 1, -1, -1, dtype=np.int32), dims=[fdim])
@@ -136,6 +175,7 @@ def transposed_conv(
         filter_size=list(filter_size),
         padding="valid",
         bias=bias,
+        use_mask=True,
     )
 
 

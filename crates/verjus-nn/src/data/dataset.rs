@@ -132,6 +132,7 @@ impl Dataset {
             order,
             batch_size,
             next: 0,
+            shard: (0, 1),
         })
     }
 }
@@ -143,9 +144,26 @@ pub struct Batches<'a> {
     order: Vec<usize>,
     batch_size: usize,
     next: usize,
+    /// This rank and the number of ranks (see [`Batches::shard`]).
+    shard: (usize, usize),
 }
 
 impl Batches<'_> {
+    /// Keeps rows `rank, rank + world, ...` of each batch: with the same seed
+    /// on every rank, the ranks split each global batch between them, so
+    /// data-parallel training sees the batches one process would. A batch
+    /// smaller than `world` leaves some ranks no rows (a batch of 0 examples).
+    pub fn shard(mut self, rank: usize, world: usize) -> Result<Self> {
+        if rank >= world {
+            return Err(Error::invalid(
+                "Batches::shard",
+                format!("rank {rank} is not below the world size {world}"),
+            ));
+        }
+        self.shard = (rank, world);
+        Ok(self)
+    }
+
     /// Number of batches left.
     pub fn remaining(&self) -> usize {
         (self.order.len() - self.next).div_ceil(self.batch_size)
@@ -174,7 +192,14 @@ impl Iterator for Batches<'_> {
             return None;
         }
         let end = (self.next + self.batch_size).min(self.order.len());
-        let batch = self.gather(&self.order[self.next..end]);
+        let (rank, world) = self.shard;
+        let rows: Vec<usize> = self.order[self.next..end]
+            .iter()
+            .skip(rank)
+            .step_by(world)
+            .copied()
+            .collect();
+        let batch = self.gather(&rows);
         self.next = end;
         Some(batch)
     }

@@ -7,6 +7,7 @@
 
 mod checkpoint;
 mod common;
+mod data_parallel;
 mod dead_layers;
 mod dropout;
 mod errors;

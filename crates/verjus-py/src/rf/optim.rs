@@ -3,10 +3,13 @@
 //! it, and bind to RF parameters through this class).
 
 use super::PyTensor;
+use crate::collective::PyCollective;
 use crate::convert::{floats, to_numpy};
 use crate::error::{json_err, to_py_err};
 use pyo3::prelude::*;
+use std::sync::Arc;
 use verjus::core::optim::SolverConfig;
+use verjus::rf::replicas::{Averaging, Replicas};
 use verjus::rf::{Optimizer, RfTensor, SlotState};
 
 /// One parameter's state as Python sees it: its steps and its buffers.
@@ -44,10 +47,49 @@ impl PyOptimizer {
         py.detach(move || opt.step()).map_err(to_py_err)
     }
 
+    /// Trains data-parallel with the ranks of ``communicator`` (see
+    /// ``verjus.distributed``): the parameters become rank 0's now, and each
+    /// ``step`` (a call every rank makes) first averages the gradients over
+    /// the ranks or, with ``param_sync_step`` N, averages the parameters after
+    /// every N-th step.
+    ///
+    /// :param object communicator: the ranks' communicator
+    /// :param int | None param_sync_step: average parameters every this many
+    ///   steps instead of gradients before each
+    /// :rtype: None
+    #[pyo3(signature = (communicator, param_sync_step = None))]
+    fn replicate(
+        &mut self,
+        py: Python<'_>,
+        communicator: &Bound<'_, PyAny>,
+        param_sync_step: Option<u64>,
+    ) -> PyResult<()> {
+        let replicas = Replicas {
+            collective: Arc::new(PyCollective::new(communicator)?),
+            averaging: match param_sync_step {
+                Some(every) => Averaging::Values { every },
+                None => Averaging::Grads,
+            },
+        };
+        let opt = &mut self.0;
+        py.detach(move || opt.replicate(replicas))
+            .map_err(to_py_err)
+    }
+
+    /// Replaces every parameter by its mean over the ranks (parameter
+    /// averaging's sync at an epoch's end); nothing when not replicated.
+    ///
+    /// :rtype: None
+    fn average_parameters(&self, py: Python<'_>) -> PyResult<()> {
+        let opt = &self.0;
+        py.detach(move || opt.average_parameters())
+            .map_err(to_py_err)
+    }
+
     /// Clears every parameter's gradient.
     ///
     /// :rtype: None
-    fn zero_grad(&self) {
+    fn zero_grad(&mut self) {
         self.0.zero_grad();
     }
 
@@ -134,7 +176,7 @@ impl PyOptimizer {
     /// Multiplies every gradient by ``factor``.
     ///
     /// :param float factor: the factor
-    fn scale_grads(&self, factor: f32) -> PyResult<()> {
+    fn scale_grads(&mut self, factor: f32) -> PyResult<()> {
         self.0.scale_grads(factor).map_err(to_py_err)
     }
 
@@ -142,7 +184,7 @@ impl PyOptimizer {
     /// (``torch.nn.utils.clip_grad_value_``).
     ///
     /// :param float max_value: the limit, finite and > 0
-    fn clip_grad_values(&self, max_value: f32) -> PyResult<()> {
+    fn clip_grad_values(&mut self, max_value: f32) -> PyResult<()> {
         self.0.clip_grad_values(max_value).map_err(to_py_err)
     }
 }

@@ -12,6 +12,12 @@ end); the masking itself is one ``rf.where`` on the tape.
 
 Differences from RETURNN: ``max_dims`` / ``max_consecutive_spatial_dims`` are
 ints.
+
+``num_masks_per_seq`` defaults as in RETURNN: True, unless RETURNN's settings
+are in effect (``verjus.rf.backend.returnn_behavior_version``) with its option
+``rf_specaugment_num_masks_per_seq`` False or, without it, a behavior version
+below 28 (then the number of time masks follows the longest sequence of the
+batch).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus.rf.backend import behavior_version_at_least, returnn_config_bool
 
 __all__ = ["mask", "random_mask", "specaugment"]
 
@@ -182,6 +189,15 @@ def mask(
     return _apply(x, inside, [*batch_dims, mask_axis], mask_value)
 
 
+def _num_masks_per_seq_default() -> bool:
+    """RETURNN's default of ``specaugment``'s ``num_masks_per_seq``: its config
+    option ``rf_specaugment_num_masks_per_seq``, else behavior version >= 28
+    (True without RETURNN's settings). Before, a short sequence batched with a
+    long one got as many time masks as the long one (up to its own length)."""
+    value = returnn_config_bool("rf_specaugment_num_masks_per_seq")
+    return value if value is not None else behavior_version_at_least(28)
+
+
 def specaugment(
     x: Tensor,
     *,
@@ -211,7 +227,7 @@ def specaugment(
         of ``feature_dim``)
     :param num_spatial_mask_factor: frames per time mask (0: no time masks)
     :param num_masks_per_seq: the number of time masks follows each sequence's
-        own length (None: True, RETURNN's current behaviour), else the longest
+        own length, else the longest (None: ``_num_masks_per_seq_default()``)
     :param steps: the train steps at which the numbers of masks grow
     :return: ``x`` masked (or ``x`` itself outside training), same dims
     """
@@ -232,7 +248,9 @@ def specaugment(
         step = int(step.numpy()) if isinstance(step, Tensor) else int(step)
         step0, step1, step2 = (int(step >= s) for s in steps)
     shape = _shape(x, batch_dims)
-    if num_masks_per_seq is False:
+    if num_masks_per_seq is None:
+        num_masks_per_seq = _num_masks_per_seq_default()
+    if not num_masks_per_seq:
         spatial_len = np.full(shape, spatial_dim.size, np.int64)
     else:
         spatial_len = _lengths("specaugment", spatial_dim, batch_dims, shape)

@@ -20,6 +20,7 @@ import functools
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus.rf.backend import use_mask_default
 
 __all__ = ["stft"]
 
@@ -65,7 +66,9 @@ def stft(
     :param out_spatial_dim: the frames' dim; by default a new one
     :param out_dim: the frequency dim (``fft_length // 2 + 1``); by default a new one
     :param use_mask: zero the padding of a dynamic ``in_spatial_dim`` first
-        (None: True, RETURNN's default)
+        (None: as RETURNN's ``rf.use_mask_default``: yes, but not with a RETURNN
+        behavior version up to 22; the padding frames then enter the frames
+        past each sequence's end)
     :return: ``(y, out_spatial_dim, out_dim)``, ``y`` over ``[*batch dims,
         out_dim, out_spatial_dim, pair]`` (``pair``: real, imaginary)
     """
@@ -92,7 +95,11 @@ def stft(
         (out_spatial_dim,) = make_conv_out_spatial_dims(
             [in_spatial_dim], filter_size=counted, strides=frame_step, padding="valid"
         )
-    if use_mask is not False and in_spatial_dim.is_dynamic():
+    if use_mask is None:
+        use_mask = use_mask_default(
+            default=True, default_false_for_behavior_version_up_to=22, func_name="stft"
+        )
+    if use_mask and in_spatial_dim.is_dynamic():
         x = rf.where(rf.sequence_mask(in_spatial_dim), x, 0.0)
     win_len = frame_length - frame_length % 2 if window_enforce_even else frame_length
     offset = 0 if align_window_left or win_len == fft_length else (fft_length - win_len) // 2

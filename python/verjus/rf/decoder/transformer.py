@@ -8,11 +8,13 @@ sequence (causal self-attention) or one step at a time with
 ``verjus.rf.feed_forward`` (shared with the Conformer), as RETURNN users import
 them from here.
 
-The defaults are those of RETURNN's current behaviour version (>= 20; verjus
-has no behaviour versions): ``share_embedding=True`` (unless ``embed_dim``
-differs from ``model_dim``), ``input_embedding_scale = sqrt(model_dim)``,
-``input_dropout = dropout``. As in RETURNN, the ``num_layers`` layers are deep
-copies of one layer, each with its own freshly initialized parameters.
+The defaults are those of RETURNN's behavior version >= 20:
+``share_embedding=True`` (unless ``embed_dim`` differs from ``model_dim``),
+``input_embedding_scale = sqrt(model_dim)``, ``input_dropout = dropout``; with
+an older version in effect (``verjus.rf.backend.returnn_behavior_version``),
+RETURNN's older ones for an input embedding: no sharing, scale 1, no input
+dropout. As in RETURNN, the ``num_layers`` layers are deep copies of one
+layer, each with its own freshly initialized parameters.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_single_step_dim as _single_step_dim
 from verjus.rf.array_ import gather
 from verjus.rf.attention import CausalSelfAttention, CrossAttention
+from verjus.rf.backend import behavior_version_at_least
 from verjus.rf.build_from_dict import NotSpecified, build_from_dict
 from verjus.rf.container import Sequential
 from verjus.rf.dropout import dropout_broadcast_default
@@ -211,12 +214,15 @@ class TransformerDecoder(Module):
         (``decoder_layer_opts`` accepted)
     :param embed_dim: if given, an embedding into it then a linear map to ``model_dim``
     :param share_embedding: the logits use the embedding's weight; by default
-        when there is an input embedding into ``model_dim``
+        when there is an input embedding into ``model_dim`` (not before RETURNN's
+        behavior version 20)
     :param input_embedding: whether ``source`` are labels to embed (else
         features over ``model_dim``)
     :param input_embedding_scale: multiplies the embedding; by default
-        ``sqrt(model_dim)`` (1 without input embedding and positional encoding)
-    :param input_dropout: dropout after the positional encoding; by default ``dropout``
+        ``sqrt(model_dim)`` (1 without input embedding and positional encoding,
+        and with an input embedding before RETURNN's behavior version 20)
+    :param input_dropout: dropout after the positional encoding; by default
+        ``dropout`` (0 before RETURNN's behavior version 20)
     :param logits_with_bias: a bias in the logits layer
     :param sequential: the container of the layers (``rf.Sequential``)
     """
@@ -279,13 +285,17 @@ class TransformerDecoder(Module):
             Linear(embed_dim, model_dim, with_bias=False) if embed_dim else None
         )
         self.pos_enc = make_pos_enc(who, pos_enc, embed_dim or model_dim)
+        new_defaults = behavior_version_at_least(20)  # RETURNN's older ones otherwise
         if share_embedding is None:
-            share_embedding = bool(input_embedding) and not (embed_dim and embed_dim != model_dim)
+            own_embed_dim = embed_dim and embed_dim != model_dim
+            share_embedding = bool(input_embedding) and not own_embed_dim and new_defaults
         if input_embedding_scale is None:
-            with_scale = input_embedding or pos_enc is not None
+            with_scale = new_defaults if input_embedding else pos_enc is not None
             input_embedding_scale = model_dim.dimension**0.5 if with_scale else 1.0
         self.input_embedding_scale = input_embedding_scale
-        self.input_dropout = dropout if input_dropout is None else input_dropout
+        if input_dropout is None:
+            input_dropout = dropout if new_defaults else 0.0
+        self.input_dropout = input_dropout
 
         if not layer or isinstance(layer, (dict, type)):
             opts: dict[str, Any] = {

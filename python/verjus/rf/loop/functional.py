@@ -23,6 +23,7 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_cast as _cast
 from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.tensor_array import TensorArray, masked_stack
 
@@ -186,6 +187,7 @@ def _results(
     return _unflatten(ys, [None if a is None else masked_stack(a, spatial_dim) for a in arrays])
 
 
+@takes_dims
 def scan(
     *,
     spatial_dim: Dim | None = None,

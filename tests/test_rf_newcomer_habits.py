@@ -1,0 +1,207 @@
+"""verjus.rf used with habits from PyTorch and numpy (issue 39): printing a tensor or a
+model, ``float(loss)``, sizes and axis positions where verjus.rf takes Dims, saving
+into a folder that is not there. Each gives the right result or says what is wrong."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import numpy as np
+import pytest
+
+from verjus import rf
+from verjus.rf._dim_args import _dim_params
+from verjus.rf.encoder.conformer import ConformerPositionwiseFeedForward
+
+
+@pytest.fixture
+def x() -> rf.Tensor:
+    b, f = rf.Dim(2, name="b"), rf.Dim(3, name="f")
+    return rf.convert_to_tensor(np.arange(6, dtype=np.float32).reshape(2, 3), dims=[b, f])
+
+
+# -- item 9: values in print, float(), item() ---------------------------------------------
+
+
+def test_print_shows_the_values(x: rf.Tensor) -> None:
+    loss = rf.reduce_sum(x, axis=x.dims)
+    assert str(loss) == "Tensor([], float32, 15.)"
+    assert f"loss {loss}" == "loss Tensor([], float32, 15.)"
+    assert str(x) == (
+        "Tensor([b, f], float32, [[0., 1., 2.],\n                         [3., 4., 5.]])"
+    )
+    assert repr(x) == "Tensor([b, f], float32)"  # error messages: no values, no device read
+
+
+def test_print_of_a_big_tensor_shows_a_few_values() -> None:
+    big = rf.convert_to_tensor(np.zeros((40, 50), np.float32), dims=[rf.Dim(40), rf.Dim(50)])
+    text = str(big)
+    assert "..." in text
+    assert len(text.splitlines()) == 7  # 3 rows, "...", 3 rows
+
+
+def test_print_of_a_template_has_no_values() -> None:
+    template = rf.Tensor("t", [rf.Dim(3, name="f")], "float32")
+    assert str(template) == repr(template) == 'Tensor("t", [f], float32, template)'
+
+
+def test_a_scalar_is_a_python_number(x: rf.Tensor) -> None:
+    loss = rf.reduce_sum(x, axis=x.dims)
+    assert float(loss) == loss.item() == 15.0
+    assert int(loss) == 15
+    with pytest.raises(ValueError, match=r"float\(\): Tensor\(\[b, f\], float32\) has 6 values"):
+        float(x)
+    with pytest.raises(ValueError, match=r"item\(\): .* has 6 values, not one; reduce it first"):
+        x.item()
+
+
+# -- item 10: modules print with their dims and children ----------------------------------
+
+
+def test_a_module_prints_its_dims_and_options() -> None:
+    i, o = rf.Dim(4, name="in"), rf.Dim(6, name="out")
+    assert repr(rf.LSTM(i, o)) == 'LSTM(in_dim=Dim("in", 4), out_dim=Dim("out", 6))'
+    assert repr(rf.Dropout(0.1)) == "Dropout(drop_prob=0.1, on_forward=False)"
+
+
+def test_a_model_prints_its_children_indented() -> None:
+    i, o = rf.Dim(4, name="in"), rf.Dim(6, name="out")
+    model = rf.Sequential(rf.Linear(i, o), rf.Sequential(rf.LayerNorm(o)))
+    assert repr(model) == (
+        "Sequential(\n"
+        '  (0): Linear(in_dim=Dim("in", 4), out_dim=Dim("out", 6), with_bias=True)\n'
+        "  (1): Sequential(\n"
+        '    (0): LayerNorm(in_dim=Dim("out", 6), eps=1e-06)\n'
+        "  )\n"
+        ")"
+    )
+    params = rf.ParameterList(rf.Parameter([i]), rf.Parameter([o]))
+    assert repr(params) == "ParameterList(Parameter([in(4)]), Parameter([out(6)]))"
+
+
+# -- item 11: a size or an axis position where a Dim belongs ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: rf.LSTM(4, 6), r"rf.LSTM: in_dim must be a Dim \(e.g. rf.Dim\(4, name='in_dim'"),
+        (lambda: rf.Conv1d(4, 6, 3, padding="same"), r"rf.Conv1d: in_dim must be a Dim"),
+        (lambda: rf.LayerNorm(512), r"rf.LayerNorm: in_dim must be a Dim .*got int 512"),
+        (lambda: rf.Embedding(rf.Dim(5, name="v"), 8), r"rf.Embedding: out_dim must be a Dim"),
+        (lambda: rf.BatchNorm([4]), r"rf.BatchNorm: in_dim must be a Dim .*got list \[4\]"),
+        (
+            lambda: rf.Dropout(0.1, axis=-1),
+            r"rf.Dropout: axis must be a Dim or Dims \(verjus.rf names",
+        ),
+    ],
+)
+def test_a_module_names_a_size_given_for_a_dim(make, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_a_module_of_ones_own_is_checked_by_its_annotations() -> None:
+    class Model(rf.Module):
+        def __init__(self, in_dim: rf.Dim, hidden: int) -> None:
+            self.in_dim, self.hidden = in_dim, hidden
+
+    assert repr(Model(rf.Dim(3, name="f"), 5)) == 'Model(in_dim=Dim("f", 3), hidden=5)'
+    with pytest.raises(TypeError, match=r"Model: in_dim must be a Dim .*got int 3"):
+        Model(3, 5)
+
+
+def test_a_module_taking_a_size_or_a_dim_takes_a_size() -> None:
+    ff = ConformerPositionwiseFeedForward(
+        rf.Dim(4, name="model"), ff_dim=8, dropout=0.0, activation=rf.relu
+    )
+    assert ff.linear_ff.out_dim.dimension == 8
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x: rf.squeeze(x, axis=-1), r"rf.squeeze: axis must be a Dim .*got int -1"),
+        (lambda x: rf.gather(x, indices=0, axis=1), r"rf.gather: axis must be a Dim"),
+        (lambda x: rf.cumsum(x, spatial_dim="f"), r"rf.cumsum: spatial_dim .*got str 'f'"),
+        (lambda x: rf.layer_norm(x, axis=-1, eps=1e-6), r"rf.layer_norm: axis must be a Dim"),
+        (lambda x: rf.split(x, axis=x.dims[1], out_dims=[1, 2]), r"rf.split: out_dims must"),
+    ],
+)
+def test_an_op_names_an_axis_position_given_for_a_dim(x: rf.Tensor, call, message) -> None:
+    with pytest.raises(TypeError, match=message) as info:
+        call(x)
+    assert "names axes by Dim, not by position or name; the tensor's dims: [b, f]" in str(
+        info.value
+    )
+
+
+def test_an_op_names_pytorchs_dim_keyword(x: rf.Tensor) -> None:
+    with pytest.raises(TypeError, match=r"rf.squeeze takes axis= \(a Dim\), not dim="):
+        rf.squeeze(x, dim=x.dims[1])
+    with pytest.raises(TypeError, match=r"rf.zeros: dims must be Dims .*got list \[2, 3\]"):
+        rf.zeros([2, 3])
+
+
+def test_an_op_failing_for_another_reason_keeps_its_error(x: rf.Tensor) -> None:
+    with pytest.raises(ZeroDivisionError):
+        rf.scan(spatial_dim=x.dims[0], initial=None, body=lambda _x, _s: 1 / 0)
+
+
+# The public ops of files whose owners have yet to decorate them.
+NOT_YET_DECORATED = {
+    "conv", "make_conv_out_spatial_dims", "max_pool", "max_pool1d", "pool", "pool1d",
+    "pool2d", "transposed_conv", "dot_attention", "pad", "stft", "scatter", "scatter_argmax",
+    "scatter_count", "scatter_logmeanexp", "scatter_logsumexp", "scatter_mean",
+    "sparse_to_dense",
+}  # fmt: skip
+
+
+def test_every_public_op_taking_dims_names_a_size_or_position() -> None:
+    """Each Python function of ``verjus.rf`` with a parameter that takes only Dims is
+    ``@takes_dims`` (``verjus.rf._dim_args``)."""
+    undecorated = {
+        name
+        for name in rf.__all__
+        if isinstance(op := getattr(rf, name), types.FunctionType)
+        and not hasattr(op, "__wrapped__")
+        and _dim_params(op)[1]
+    }
+    assert undecorated <= NOT_YET_DECORATED
+
+
+def test_a_decorated_op_keeps_its_signature_and_docs() -> None:
+    assert list(inspect.signature(rf.squeeze).parameters) == ["source", "axis"]
+    assert rf.squeeze.__doc__.startswith("``source`` without")
+    assert rf.squeeze.__module__ == "verjus.rf.shape_ops"
+
+
+RUST_CHANGE = (
+    "the native ops' own argument errors: crates/verjus-py/src/rf/ops.rs (see the report "
+    "of issue 39 item 11)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=RUST_CHANGE)
+def test_a_native_op_names_itself_and_its_axis(x: rf.Tensor) -> None:
+    with pytest.raises(TypeError, match=r"rf.softmax: axis must be a Dim"):
+        rf.softmax(x, axis=-1)
+
+
+@pytest.mark.xfail(strict=True, reason=RUST_CHANGE)
+def test_a_native_op_names_pytorchs_dim_keyword(x: rf.Tensor) -> None:
+    with pytest.raises(TypeError, match=r"^softmax\(\) got an unexpected keyword argument 'dim'"):
+        rf.softmax(x, dim=-1)
+
+
+# -- item 13: what is wrong, not a hidden temporary file ----------------------------------
+
+
+def test_saving_into_a_missing_folder_names_the_folder(tmp_path) -> None:
+    model = rf.Linear(rf.Dim(2, name="in"), rf.Dim(3, name="out"))
+    target = tmp_path / "missing" / "model.safetensors"
+    with pytest.raises(FileNotFoundError, match=r"the folder .*missing does not exist") as info:
+        rf.save_state(model, target)
+    assert ".tmp" not in str(info.value)
+    assert str(target) in str(info.value)
