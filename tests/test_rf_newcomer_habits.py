@@ -149,15 +149,6 @@ def test_an_op_failing_for_another_reason_keeps_its_error(x: rf.Tensor) -> None:
         rf.scan(spatial_dim=x.dims[0], initial=None, body=lambda _x, _s: 1 / 0)
 
 
-# The public ops of files whose owners have yet to decorate them.
-NOT_YET_DECORATED = {
-    "conv", "make_conv_out_spatial_dims", "max_pool", "max_pool1d", "pool", "pool1d",
-    "pool2d", "transposed_conv", "dot_attention", "pad", "stft", "scatter", "scatter_argmax",
-    "scatter_count", "scatter_logmeanexp", "scatter_logsumexp", "scatter_mean",
-    "sparse_to_dense",
-}  # fmt: skip
-
-
 def test_every_public_op_taking_dims_names_a_size_or_position() -> None:
     """Each Python function of ``verjus.rf`` with a parameter that takes only Dims is
     ``@takes_dims`` (``verjus.rf._dim_args``)."""
@@ -168,7 +159,71 @@ def test_every_public_op_taking_dims_names_a_size_or_position() -> None:
         and not hasattr(op, "__wrapped__")
         and _dim_params(op)[1]
     }
-    assert undecorated <= NOT_YET_DECORATED
+    assert not undecorated
+
+
+@pytest.fixture
+def time_signal() -> tuple[rf.Tensor, rf.Dim, rf.Dim]:
+    """``[b, t, f]`` and its time and feature dims."""
+    b, t, f = rf.Dim(2, name="b"), rf.Dim(5, name="t"), rf.Dim(3, name="f")
+    x = rf.convert_to_tensor(np.ones((2, 5, 3), np.float32), dims=[b, t, f])
+    return x, t, f
+
+
+def _conv(x: rf.Tensor, t: rf.Dim, f: rf.Dim, **given) -> None:
+    """``rf.conv`` of ``x`` over ``t`` (``f`` -> 4 channels, a filter of 3), with
+    ``given`` in place of the right arguments."""
+    out, k = rf.Dim(4, name="out"), rf.Dim(3, name="k")
+    kwargs = {"in_dim": f, "out_dim": out, "in_spatial_dims": [t], "filter_size": [k]}
+    filt = rf.convert_to_tensor(np.ones((4, 3, 3), np.float32), dims=[out, f, k])
+    rf.conv(x, filter=filt, padding="same", **{**kwargs, **given})
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # PyTorch's Conv1d(3, 4, 3): sizes for the channels
+        (lambda x, t, f: _conv(x, t, f, in_dim=3), r"rf.conv: in_dim must be a Dim .*got int 3"),
+        (lambda x, t, f: _conv(x, t, f, out_dim=4), r"rf.conv: out_dim must be a Dim"),
+        (
+            lambda x, t, f: _conv(x, t, f, in_spatial_dims=[1]),
+            r"rf.conv: in_spatial_dims must be Dims .*got list \[1\]",
+        ),
+        (lambda x, t, f: _conv(x, t, f, filter_size=[3]), r"rf.conv: filter_size must be Dims"),
+        # numpy's np.pad(x, [(0, 0), (1, 1), (0, 0)]): axis positions
+        (
+            lambda x, t, f: rf.pad(x, axes=[1], padding=[(1, 1)]),
+            r"rf.pad: axes must be Dims .*got list \[1\]",
+        ),
+        (
+            lambda x, t, f: rf.max_pool1d(x, pool_size=2, in_spatial_dim=1),
+            r"rf.max_pool1d: in_spatial_dim must be a Dim .*got int 1",
+        ),
+        (
+            lambda x, t, f: rf.stft(x, in_spatial_dim=-2, frame_step=1, frame_length=2),
+            r"rf.stft: in_spatial_dim must be a Dim .*got int -2",
+        ),
+        (
+            lambda x, t, f: rf.dot_attention(x, x, x, key_dim=f, axis=1),
+            r"rf.dot_attention: axis must be a Dim .*got int 1",
+        ),
+    ],
+)
+def test_a_conv_or_pad_names_a_size_or_position_given_for_a_dim(
+    time_signal: tuple, call, message: str
+) -> None:
+    x, t, f = time_signal
+    with pytest.raises(TypeError, match=message) as info:
+        call(x, t, f)
+    assert "the tensor's dims: [b, t, f]" in str(info.value)
+
+
+def test_a_conv_given_dims_still_runs(time_signal: tuple) -> None:
+    x, t, f = time_signal
+    _conv(x, t, f)
+    padded, (t_padded,) = rf.pad(x, axes=[t], padding=[(1, 1)])
+    assert t_padded.dimension == 7
+    assert padded.numpy().sum() == x.numpy().sum()
 
 
 def test_a_decorated_op_keeps_its_signature_and_docs() -> None:

@@ -5,6 +5,8 @@ where installed, and bad input."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from test_rf_grad import check_gradient
@@ -103,6 +105,21 @@ def test_masked_select_and_scatter(seq: tuple) -> None:
         )
 
 
+@pytest.fixture
+def kept_behavior_version() -> Iterator[None]:
+    """RETURNN's behavior version state (the version and minimum version) as
+    before the test, after it: ``test_against_returnn`` sets a minimum version,
+    which would otherwise stay for every later test of the session."""
+    basic = pytest.importorskip("returnn.util.basic", reason="RETURNN's own ops are the reference")
+    state = basic.BehaviorVersion._get_state()
+    version = basic.BehaviorVersion.get()
+    yield
+    basic.BehaviorVersion._reset(state)
+    assert basic.BehaviorVersion._get_state() == state
+    assert basic.BehaviorVersion.get() == version
+
+
+@pytest.mark.usefixtures("kept_behavior_version")
 def test_against_returnn(seq: tuple) -> None:
     torch = pytest.importorskip("torch", reason="RETURNN's rf runs on its torch backend here")
     pytest.importorskip("returnn", reason="RETURNN's own ops are the reference here")

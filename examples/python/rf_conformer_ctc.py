@@ -39,8 +39,8 @@ checks that it computes the same logits from the same weights).
 Measured on a 2-core machine (``--epochs 2``, the defaults otherwise; two
 runs, each followed by the PyTorch twin's on 2 threads): test LER 23.02 /
 16.60 % and 22.67 / 16.78 %, 10.7-11.1 s per epoch; the twin 22.99 / 16.46 %,
-13.8-14.4 s per epoch (BENCHMARKS.md, stop 31). Those runs had a hand-written
-training loop; through the engine, alternating with that loop on 2 cores
+13.8-14.4 s per epoch (BENCHMARKS.md, "Examples end to end"). Those runs had a
+hand-written training loop; through the engine, alternating with that loop on 2 cores
 shared with other work: 21.73 / 15.60 % and 21.84 / 15.89 % in 32-35 s an
 epoch, the loop 22.50 / 16.46 % and 23.07 / 16.69 % in 30-36 s; on an H200
 (``--device cuda``) 16.55-16.75 % after epoch 2 at 3.8-4.2 s an epoch, the loop

@@ -4,9 +4,10 @@
 //! for every op. Zero-filling it is a full pass over memory that the op then
 //! repeats, and for an elementwise op that doubles its cost: `memset` was 7 %
 //! of the RF Conformer step's samples, and skipping it through this pool made
-//! the step about 9 % faster (BENCHMARKS.md, stop 31). So the `f32` buffer of a dropped host tensor comes here
-//! rather than back to `malloc`, and [`take`] hands one out for an output
-//! that the next op overwrites (`Backend::alloc_output`): its elements are
+//! the step about 9 % faster (docs/benchmarks-history.md, stop 31). So the
+//! `f32` buffer of a dropped host tensor comes here rather than back to
+//! `malloc`, and [`take`] hands one out for an output that the next op
+//! overwrites (`Backend::alloc_output`): its elements are
 //! stale values, never uninitialised memory (only buffers whose elements were
 //! written are kept), so this is safe Rust.
 //!

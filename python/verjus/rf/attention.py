@@ -23,6 +23,7 @@ from typing import Any
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.backend import behavior_version_at_least, returnn_config_bool
 from verjus.rf.module import Linear, Module
 from verjus.rf.rec import State
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 
+@takes_dims
 def dot_attention(
     query: Tensor,
     keys: Tensor,

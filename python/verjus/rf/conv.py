@@ -30,6 +30,7 @@ from verjus._verjus import rf_pad as _pad
 from verjus._verjus import rf_pool as _pool
 from verjus._verjus import rf_where as _where
 from verjus.rf import init
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.backend import behavior_version_at_least, returnn_config_bool, use_mask_default
 from verjus.rf.module import Module, Parameter
 from verjus.rf.sequence_mask import sequence_mask as _sequence_mask
@@ -60,6 +61,7 @@ def _dims(dims: Dim | Sequence[Dim] | None) -> list[Dim] | None:
     return [dims] if isinstance(dims, Dim) else list(dims)
 
 
+@takes_dims
 def conv(
     source: Tensor,
     *,
@@ -125,6 +127,7 @@ def conv(
     )
 
 
+@takes_dims
 def pool(
     source: Tensor,
     *,
@@ -201,6 +204,7 @@ def pool(
     )
 
 
+@takes_dims
 def max_pool(
     source: Tensor,
     *,
@@ -224,6 +228,7 @@ def max_pool(
     )
 
 
+@takes_dims
 def pool1d(
     source: Tensor,
     *,
@@ -249,6 +254,7 @@ def pool1d(
     return out, dim
 
 
+@takes_dims
 def max_pool1d(
     source: Tensor,
     *,
@@ -272,6 +278,7 @@ def max_pool1d(
     )
 
 
+@takes_dims
 def pool2d(
     source: Tensor,
     *,
@@ -344,6 +351,7 @@ def calc_conv_out_length(
     return max(-(-(in_length - cut) // stride), 0)
 
 
+@takes_dims
 def make_conv_out_spatial_dims(
     in_spatial_dims: Sequence[Dim],
     *,

@@ -1,7 +1,8 @@
 """``rf.Dropout``: ``rf.dropout`` as a module, for ``Sequential`` stacks
 (RETURNN has only the function; the module takes its arguments), and
 ``dropout_broadcast_default``, RETURNN's default for the modules that share a
-dropout mask along all but the feature dim (Conformer, FeedForward).
+dropout mask along all but the feature dim (Conformer, FeedForward), with its
+config option ``rf_dropout_broadcast``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_dropout as _dropout
+from verjus.rf.backend import returnn_config_bool
 from verjus.rf.module import Module
 from verjus.rf.run_ctx import get_run_ctx
 
@@ -49,10 +51,19 @@ class Dropout(Module):
 
 def dropout_broadcast_default() -> bool:
     """Whether modules such as the Conformer's share their dropout masks over all
-    but the feature dim: True, RETURNN's default (its config option
-    ``rf_dropout_broadcast``; verjus has no global config). The attention
-    weights' dropout is separate (``att_dropout_broadcast``, False by default).
+    but the feature dim, as RETURNN decides it: its config option
+    ``rf_dropout_broadcast`` where RETURNN's settings are in effect
+    (``verjus.rf.backend.returnn_behavior_version``), else True (RETURNN's
+    default in every behavior version). ``rf.dropout`` itself does not read it:
+    the modules pass the feature dim as ``axis`` when it is True.
 
-    :return: True
+    The attention weights' dropout is separate (``att_dropout_broadcast``, see
+    ``verjus.rf.attention._att_dropout_broadcast_default``): its default depends
+    on the behavior version (True up to 18, False from 19 on and without
+    RETURNN's settings), RETURNN's options ``rf_att_dropout_broadcast`` and then
+    ``rf_dropout_broadcast`` override it.
+
+    :return: whether to broadcast the dropout masks
     """
-    return True
+    value = returnn_config_bool("rf_dropout_broadcast")
+    return True if value is None else value

@@ -11,8 +11,17 @@ statistics over a dynamic dim are masked, so a sequence gives the same result in
 a batch as alone. ``BatchNorm`` keeps RETURNN's parameter names (``gamma``,
 ``beta``, ``running_mean``, ``running_variance``) and its two paths: masked
 statistics (biased running variance) when the input has dynamic dims and
-``use_mask`` is not False, else PyTorch's ``batch_norm`` semantics (the running
-variance is updated with the unbiased batch variance).
+``use_mask`` is not False, and with ``distributed`` (then masked as ``use_mask``
+says); else PyTorch's ``batch_norm`` semantics (the running variance is updated
+with the unbiased batch variance).
+
+RETURNN's behavior version 34 (config option ``rf_moments_use_fixed_masking``)
+fixed the masking of ``moments`` and ``BatchNorm``: before it, ``moments``
+takes its local mean over the valid frames even with ``use_mask=False`` (only
+the variance follows ``use_mask``), and ``BatchNorm``'s masked path (taken
+with ``use_mask`` or ``distributed``) calls ``moments`` with ``use_mask=True``.
+verjus follows that where RETURNN's settings are in effect
+(``verjus.rf.backend.returnn_behavior_version``), else the fixed behavior.
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ from verjus._verjus import rf_reduce_mean as _reduce_mean
 from verjus._verjus import rf_rsqrt as _rsqrt
 from verjus._verjus import rf_square as _square
 from verjus._verjus import rf_stop_gradient as _stop_gradient
-from verjus.rf.backend import use_mask_default
+from verjus.rf._dim_args import takes_dims
+from verjus.rf.backend import behavior_version_at_least, returnn_config_bool, use_mask_default
 from verjus.rf.module import Module
 from verjus.rf.parameter import Parameter
 from verjus.rf.run_ctx import get_run_ctx
@@ -62,6 +72,24 @@ def _num_elements(x: Tensor, axes: list[Dim]) -> int:
     return math.prod(x.shape[list(x.dims).index(d)] for d in axes)
 
 
+def _moments_use_fixed_masking() -> bool:
+    """Whether ``moments`` applies ``use_mask`` to its (local) mean too and
+    ``BatchNorm`` passes its ``use_mask`` on to ``moments``, as RETURNN decides
+    it: its config option ``rf_moments_use_fixed_masking``, else behavior version
+    34 or newer (True without RETURNN's settings)."""
+    value = returnn_config_bool("rf_moments_use_fixed_masking")
+    if value is not None:
+        return value
+    return behavior_version_at_least(34)
+
+
+def _batch_norm_distributed_default() -> bool:
+    """RETURNN's default of ``BatchNorm``'s ``distributed``: its config option
+    ``rf_batch_norm_distributed``, else False."""
+    return bool(returnn_config_bool("rf_batch_norm_distributed"))
+
+
+@takes_dims
 def moments(
     x: Tensor,
     axis: Dim | Sequence[Dim],
@@ -76,7 +104,10 @@ def moments(
 
     :param x: input
     :param axis: the dim(s) to reduce over
-    :param use_mask: whether to leave the padding of dynamic dims out
+    :param use_mask: whether to leave the padding of dynamic dims out; the mean
+        follows it only from RETURNN's behavior version 34 on (or with its config
+        option ``rf_moments_use_fixed_masking``) or with ``distributed``, before
+        that the mean is always masked (see the module's docstring)
     :param correction: the variance is ``sum((x - mean)**2) / (n - correction)``;
         0 (default) is the biased estimate, 1 Bessel's correction (only without
         dynamic dims among ``axis``, where ``n`` is one number)
@@ -86,12 +117,13 @@ def moments(
         (verjus's float dtype)
     :return: ``(mean, variance)``, each ``x``'s dims without ``axis``
     """
-    del distributed  # one worker: the local statistics are the global ones
     if compute_dtype not in (None, "float32"):
         raise ValueError(f"moments: compute_dtype must be None or 'float32', got {compute_dtype!r}")
     axes = _check_axis("moments", x, axis)
-    mean = _reduce_mean(x, axis=axes, use_mask=use_mask)
-    variance = _reduce_mean(_square(x - _stop_gradient(mean)), axis=axes, use_mask=use_mask)
+    # distributed: one worker, so the local statistics are the global ones; RETURNN's
+    # distributed path masks the mean by use_mask in every version.
+    mean_use_mask = use_mask if distributed or _moments_use_fixed_masking() else True
+    mean, variance = _statistics(x, axes, use_mask=use_mask, mean_use_mask=mean_use_mask)
     if correction != 0:
         if use_mask and any(d.is_dynamic() for d in axes):
             raise ValueError("moments: correction over dynamic dims is not supported")
@@ -100,6 +132,17 @@ def moments(
     return mean, variance
 
 
+def _statistics(
+    x: Tensor, axes: list[Dim], *, use_mask: bool, mean_use_mask: bool
+) -> tuple[Tensor, Tensor]:
+    """The biased mean and variance of ``x`` over ``axes``, the mean masked as
+    ``mean_use_mask`` says, the variance around it as ``use_mask``."""
+    mean = _reduce_mean(x, axis=axes, use_mask=mean_use_mask)
+    variance = _reduce_mean(_square(x - _stop_gradient(mean)), axis=axes, use_mask=use_mask)
+    return mean, variance
+
+
+@takes_dims
 def normalize(a: Tensor, *, axis: Dim | Sequence[Dim], epsilon: float = 1e-6) -> Tensor:
     """``(a - mean) / sqrt(variance + epsilon)`` over ``axis``.
 
@@ -112,6 +155,7 @@ def normalize(a: Tensor, *, axis: Dim | Sequence[Dim], epsilon: float = 1e-6) ->
     return (a - mean) * _rsqrt(variance + epsilon)
 
 
+@takes_dims
 def layer_norm(
     x: Tensor,
     *,
@@ -158,6 +202,7 @@ def _fused_layer_norm_applies(
     )
 
 
+@takes_dims
 def rms_norm(
     x: Tensor,
     *,
@@ -278,8 +323,12 @@ class BatchNorm(Module):
         (None: as ``rf.use_mask_default(default=True, func_name="BatchNorm")``,
         RETURNN's default: True unless RETURNN's config options say otherwise);
         False gives PyTorch's statistics over every frame, padding included
-    :param distributed: statistics over all workers' batches (RETURNN's); verjus
-        runs one worker, so they are its own
+        (but before RETURNN's behavior version 34, with ``distributed``, the masked
+        ones, see the module's docstring)
+    :param distributed: statistics over all workers' batches (RETURNN's; None: its
+        config option ``rf_batch_norm_distributed``, else False); verjus runs one
+        worker, so they are its own, but as in RETURNN this takes the masked path
+        (biased running variance, masking as ``use_mask`` and the version say)
     """
 
     def __init__(
@@ -296,7 +345,9 @@ class BatchNorm(Module):
         if not isinstance(in_dim, Dim):
             raise TypeError(f"BatchNorm: in_dim must be a Dim, got {type(in_dim).__name__}")
         self.in_dim = in_dim
-        self.distributed = distributed
+        self.distributed = (
+            distributed if distributed is not None else _batch_norm_distributed_default()
+        )
         self.use_mask = use_mask
         self.momentum = momentum
         self.eps = eps
@@ -323,17 +374,28 @@ class BatchNorm(Module):
                 f"BatchNorm: in_dim {self.in_dim.name} not in the input's dims [{have}]"
             )
         axes = [d for d in source.dims if d != self.in_dim]
-        masked = any(d.is_dynamic() for d in axes)
-        if masked:
+        use_mask = False  # not needed without dynamic dims (PyTorch's path)
+        if any(d.is_dynamic() for d in axes):
             use_mask = self.use_mask
             if use_mask is None:
                 use_mask = use_mask_default(default=True, func_name="BatchNorm")
-            masked = bool(use_mask)
+            use_mask = bool(use_mask)
+        # RETURNN's masked path (with use_mask, or distributed): moments with use_mask
+        # (always masked before behavior version 34) and the biased running variance;
+        # else PyTorch's batch_norm: unmasked, the unbiased running variance.
+        generic = use_mask or bool(self.distributed)
+        if generic and not _moments_use_fixed_masking():
+            use_mask = True
         train = get_run_ctx().is_train_flag_enabled(func=BatchNorm.__call__)
         if self.running_mean is None or train:
-            mean, variance = moments(source, axis=axes, use_mask=masked)
+            if generic:
+                mean, variance = moments(
+                    source, axis=axes, use_mask=use_mask, distributed=bool(self.distributed)
+                )
+            else:  # RETURNN's backend batch_norm: no moments, so whatever the version
+                mean, variance = _statistics(source, axes, use_mask=False, mean_use_mask=False)
             if self.running_mean is not None:
-                n = None if masked else _num_elements(source, axes)
+                n = None if generic else _num_elements(source, axes)
                 self._update_running(mean, variance, n)
         else:
             mean, variance = self.running_mean, self.running_variance

@@ -21,6 +21,7 @@ from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus._verjus import rf_pad as _pad
 from verjus._verjus import rf_where as _where
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.backend import behavior_version_at_least
 
 __all__ = ["pad"]
@@ -38,6 +39,7 @@ def _amount(value: Dim | int | Tensor) -> int:
     return value
 
 
+@takes_dims
 def pad(
     source: Tensor,
     *,

@@ -44,6 +44,7 @@ from verjus._verjus import rf_split_dims as _split_dims
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus._verjus import rf_where as _where
 from verjus.rf import convert_to_tensor
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
 from verjus.rf.backend import behavior_version_at_least, returnn_config_bool, use_mask_default
 from verjus.rf.shape_ops import check_has, names, scalar, set_sparse_dim, valid_frames
@@ -183,6 +184,7 @@ def _fill(out: Tensor, counts: Tensor, fill_value: float | int) -> Tensor:
     return _where(counts > 0.0, out, scalar(fill_value, out.dtype))
 
 
+@takes_dims
 def scatter(
     source: Tensor,
     *,
@@ -274,6 +276,7 @@ def scatter(
     return plan.finish(out)
 
 
+@takes_dims
 def scatter_count(
     *,
     indices: Tensor,
@@ -299,6 +302,7 @@ def scatter_count(
     return plan.finish(out)
 
 
+@takes_dims
 def scatter_mean(
     source: Tensor,
     *,
@@ -319,6 +323,7 @@ def scatter_mean(
     return total / counts
 
 
+@takes_dims
 def scatter_logsumexp(
     source: Tensor,
     *,
@@ -353,6 +358,7 @@ def scatter_logsumexp(
     return plan.finish(_log(_where(empty, 1.0, total)) + top)
 
 
+@takes_dims
 def scatter_logmeanexp(
     source: Tensor,
     *,
@@ -373,6 +379,7 @@ def scatter_logmeanexp(
     return total - _log(_cast(counts, "float32"))
 
 
+@takes_dims
 def scatter_argmax(
     source: Tensor,
     *,
@@ -391,7 +398,7 @@ def scatter_argmax(
     if invalid_idx is None:
         invalid_idx = -1
     if not isinstance(indices_dim, Dim):
-        raise ValueError(f"scatter_argmax: indices_dim must be one Dim, got {indices_dim!r}")
+        raise TypeError(f"scatter_argmax: indices_dim must be one Dim, got {indices_dim!r}")
     plan = _Plan("scatter_argmax", source, indices, indices_dim, out_dim, True)
     values = plan.valid(source, float("-inf"))
     placed = _where(plan.hit, values, float("-inf"), allow_broadcast_all_sources=True)
@@ -407,6 +414,7 @@ def scatter_argmax(
     return set_sparse_dim(plan.finish(out), indices_dim)
 
 
+@takes_dims
 def sparse_to_dense(
     labels: Tensor | int,
     *,

@@ -11,7 +11,7 @@ Each is composed of the native ops (``gather``, ``concat``, ``merge_dims``,
 that depend on data (``repeat``'s, ``sort``'s order) are planned on the host
 from values that carry no gradient, and the values are then moved by
 ``gather``. A dynamic dim is handled per sequence: padding frames never enter
-a valid frame of the result.
+a valid frame of the result (but see ``window`` under RETURNN's older settings).
 
 A result's ``sparse_dim`` / ``feature_dim`` is set on a new handle to the
 same values (``Tensor(x)``), so nothing is copied.
@@ -41,7 +41,8 @@ from verjus._verjus import rf_split_dims as _split_dims
 from verjus._verjus import rf_where as _where
 from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
-from verjus.rf.backend import set_default_device_ctx
+from verjus.rf.backend import set_default_device_ctx, use_mask_default
+from verjus.rf.pad import pad as rf_pad
 from verjus.rf.replace_dim import replace_dim
 
 __all__ = [
@@ -534,7 +535,11 @@ def window(
     dim is ``spatial_dim`` itself (stride 1) or ``spatial_dim.ceildiv_right(
     stride)``. ``"valid"``: only whole windows, out dim ``spatial_dim - (window
     - 1)``. A dynamic ``spatial_dim`` is windowed per sequence, so a window never
-    holds padding frames; ``use_mask`` (for RETURNN's signature) changes nothing.
+    holds padding frames, unless RETURNN's settings say otherwise (``verjus.rf.
+    backend.returnn_behavior_version``): below behavior version 21 ``"same"``
+    pads after the padded frames (``rf.pad``'s ``handle_dynamic_dims=False``), so
+    the windows at a sequence's end hold its padding frames, as they are with
+    ``use_mask`` False (RETURNN's default up to version 22), else zeros.
 
     :param source: ``{..., spatial_dim, ...}``
     :param spatial_dim: the dim to slide over
@@ -545,21 +550,34 @@ def window(
     :param pad_value: the value outside the sequence (default 0)
     :param stride: an int step between windows
     :param out_spatial_dim: the out dim, for ``stride > 1`` only (as in RETURNN)
-    :param use_mask: ignored: padding never enters a window
+    :param use_mask: whether the padding frames of a dynamic ``spatial_dim`` are
+        taken as 0 first (None: as RETURNN's ``rf.use_mask_default``: yes, but not
+        with a RETURNN behavior version up to 22); seen only where they enter a
+        window (see above) and in the result's own padding frames
     :return: ``(out, out_spatial_dim)``: ``spatial_dim`` replaced by ``window_dim,
         out_spatial_dim`` (stride 1) or ``out_spatial_dim, window_dim`` (stride > 1),
         RETURNN's orders
     """
-    del use_mask  # the per-sequence padding below never lets padding frames in
     check_has("window", source, [spatial_dim])
     if window_dim in source.dims or window_dim.dimension is None or window_dim.dimension < 1:
         raise ValueError(f"window: window_dim {window_dim!r} must be a new static dim")
     if not isinstance(stride, int) or stride < 1:
         raise ValueError(f"window: stride must be an int >= 1, got {stride!r}")
     size = window_dim.dimension
+    if spatial_dim.is_dynamic():
+        if use_mask is None:
+            use_mask = use_mask_default(
+                default=True, default_false_for_behavior_version_up_to=22, func_name="window"
+            )
+        if use_mask:
+            zero = scalar(0, source.dtype)
+            source = _where(_sequence_mask([spatial_dim]), source, zero).copy_transpose(
+                list(source.dims)
+            )
     if padding == "same":
         left, right = _window_sides(size, window_left, window_right)
-        padded, (in_dim,) = _pad(
+        # Below behavior version 21 (RETURNN's settings) after the padded frames.
+        padded, (in_dim,) = rf_pad(
             source, axes=[spatial_dim], padding=[(left, right)], value=pad_value or 0.0
         )
         unstrided = spatial_dim

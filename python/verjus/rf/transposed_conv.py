@@ -28,6 +28,7 @@ import numpy as np
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus.rf import init
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.conv import _over_padded_frames, _unmasked, _Window
 from verjus.rf.module import Module, Parameter
 
@@ -64,6 +65,7 @@ def _times_plus(dim: Dim, factor: int, term: int) -> Dim:
     return dim + term if term else dim
 
 
+@takes_dims
 def transposed_conv(
     source: Tensor,
     *,
@@ -116,6 +118,8 @@ def transposed_conv(
     stride_list = [s if s is not None else k for s, k in zip(given, sizes, strict=True)]
     out_pad = _per_dim("output_padding", output_padding, nd)
     remove = _per_dim("remove_padding", remove_padding, nd)
+    if not all(isinstance(d, Dim) for d in [in_dim, out_dim, *spatial]):  # @takes_dims names it
+        raise TypeError(f"{who}: in_dim, out_dim and in_spatial_dims must be Dims")
     if in_dim not in source.dims or any(d not in source.dims for d in spatial):
         raise ValueError(
             f"{who}: source {list(source.dims)} must have in_dim {in_dim} and {spatial}"

@@ -2,7 +2,7 @@
 //!
 //! The node keeps the operands' values (`q`, `k`, `v`, the constant key
 //! lengths), the output and the per-row log-sum-exp, never the attention
-//! weights: its backward, [`crate::grad::attention`], recomputes them.
+//! weights: its backward, [`crate::ops::attention_backward`], recomputes them.
 
 use super::alloc;
 use super::node::{need, BackwardFn};
@@ -10,7 +10,7 @@ use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
 use crate::ops::{self, AttentionArgs, AttentionGrads};
-use crate::{grad, Result, Tensor};
+use crate::{Result, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -70,7 +70,7 @@ impl Var {
                         causal,
                         scale,
                     };
-                    grad::attention(
+                    ops::attention_backward(
                         be,
                         &args,
                         &saved_out,

@@ -2,7 +2,7 @@
 //!
 //! The forward-backward pass yields the log-probabilities' gradient with the
 //! losses, so the forward computes it when recording and the node keeps it;
-//! the backward ([`crate::grad::ctc_loss`]) scales it by the incoming
+//! the backward (a product with it) scales it by the incoming
 //! per-entry gradient.
 
 use super::alloc;
@@ -12,7 +12,7 @@ use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
 use crate::ops::CtcInputs;
-use crate::{grad, ops};
+use crate::ops::{self, BinaryOp};
 use crate::{Backend, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ impl Var {
                 let n = dy.numel();
                 let dy = dy.reshape([n, 1, 1])?;
                 let mut dx = alloc::output(be, dlp.shape())?;
-                grad::ctc_loss(be, &dlp, &dy, &mut dx)?;
+                ops::binary(be, BinaryOp::Mul, &dlp, &dy, &mut dx)?;
                 Ok(vec![Some(dx), None, None, None])
             });
             Ok((Arc::new(losses), backward))

@@ -6,7 +6,7 @@ use super::node::{need, BackwardFn};
 use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::ops::{self, DepthwiseArgs, DepthwiseGrads};
-use crate::{grad, Result, Tensor};
+use crate::{Result, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -64,7 +64,12 @@ impl Var {
                         padding,
                         dilation,
                     };
-                    grad::depthwise_conv1d(be, &args, &dy, DepthwiseGrads { dx, dfilter, dbias })?;
+                    ops::depthwise_conv1d_backward(
+                        be,
+                        &args,
+                        &dy,
+                        DepthwiseGrads { dx, dfilter, dbias },
+                    )?;
                     Ok(grads)
                 });
                 Ok((Arc::new(y), backward))

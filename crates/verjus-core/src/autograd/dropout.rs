@@ -7,8 +7,8 @@ use super::alloc;
 use super::node::BackwardFn;
 use super::record::Saves;
 use super::var::Var;
+use crate::ops;
 use crate::Result;
-use crate::{grad, ops};
 use std::sync::Arc;
 
 impl Var {
@@ -22,7 +22,7 @@ impl Var {
             ops::dropout(be, &xs[0], p, seed, offset, &mut y)?;
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let mut dx = alloc::output(be, dy.shape())?;
-                grad::dropout(be, &dy, p, seed, offset, &mut dx)?;
+                ops::dropout_backward(be, &dy, p, seed, offset, &mut dx)?;
                 Ok(vec![Some(dx)])
             });
             Ok((Arc::new(y), backward))

@@ -4,7 +4,7 @@ use super::alloc;
 use super::node::BackwardFn;
 use super::record::{Reads, Saves};
 use super::var::Var;
-use crate::{grad, ops};
+use crate::ops;
 use crate::{Result, Shape};
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ impl Var {
                 let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                     let idx = inputs.get(1)?;
                     let mut dx = alloc::zeros(be, &x_shape)?;
-                    grad::index_select(be, &dy, axis, &idx, &mut dx)?;
+                    ops::index_add(be, &dy, axis, &idx, &mut dx)?;
                     Ok(vec![Some(dx), None])
                 });
                 Ok((Arc::new(y), backward))

@@ -10,7 +10,7 @@ use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
 use crate::ops::{self, LayerNormArgs, LayerNormGrads};
-use crate::{grad, Result, Tensor};
+use crate::{Result, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -85,7 +85,7 @@ impl Var {
                         bias: None,
                         eps,
                     };
-                    grad::layer_norm(
+                    ops::layer_norm_backward(
                         be,
                         &args,
                         &mean,

@@ -2,7 +2,7 @@
 //!
 //! The fused op gives the logits' gradient in the same pass as the losses, so
 //! the forward computes it (with scale 1) when recording and the node saves
-//! it; the backward ([`crate::grad::softmax_cross_entropy`]) only scales each
+//! it; the backward (a product with it) only scales each
 //! row by the incoming per-example gradient.
 
 use super::alloc;
@@ -11,7 +11,7 @@ use super::node::{recording, BackwardFn};
 use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
-use crate::{grad, ops};
+use crate::ops::{self, BinaryOp};
 use crate::{Backend, Result, Shape, Tensor};
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ impl Var {
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let dy = dy.reshape([n, 1])?;
                 let mut dx = alloc::output(be, dlogits.shape())?;
-                grad::softmax_cross_entropy(be, &dlogits, &dy, &mut dx)?;
+                ops::binary(be, BinaryOp::Mul, &dlogits, &dy, &mut dx)?;
                 Ok(vec![Some(dx), None])
             });
             Ok((Arc::new(losses), backward))

@@ -13,7 +13,7 @@
 //! The backward keeps `y` (a step's new `h`) and the forward's reserve, and
 //! reads the operands' values from the node when it runs (so a weight made in
 //! a gradient checkpoint scope is recomputed, not the sequence); it is
-//! [`crate::grad::lstm_sequence`] (or [`crate::grad::lstm_cell`]) into fresh
+//! [`crate::ops::lstm_sequence_backward`] (or [`crate::ops::lstm_cell_backward`]) into fresh
 //! tensors.
 
 use super::alloc;
@@ -24,7 +24,7 @@ use super::resolve::Inputs;
 use super::saved::Saved;
 use super::var::Var;
 use crate::ops::{self, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs};
-use crate::{grad, Backend, Error, Result, Shape, Tensor};
+use crate::{Backend, Error, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// The operands of an LSTM on the tape, as in [`ops::LstmArgs`]: `x`
@@ -228,7 +228,7 @@ impl Var {
                     dc_n: dys.get(2).and_then(Option::as_ref),
                 };
                 operands.backward(be, needs, |args, grads| {
-                    grad::lstm_sequence(be, args, &saved_y, &reserve, &dout, grads)
+                    ops::lstm_sequence_backward(be, args, &saved_y, &reserve, &dout, grads)
                 })
             });
             Ok((vec![y, Arc::new(h_n), Arc::new(c_n)], backward))
@@ -269,7 +269,7 @@ impl Var {
                     dc_n: dys.get(1).and_then(Option::as_ref),
                 };
                 operands.backward(be, needs, |args, grads| {
-                    grad::lstm_cell(be, args, &saved_h, &reserve, &dout, grads)
+                    ops::lstm_cell_backward(be, args, &saved_h, &reserve, &dout, grads)
                 })
             });
             Ok((vec![h, Arc::new(c)], backward))

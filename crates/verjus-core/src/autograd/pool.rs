@@ -5,7 +5,6 @@ use super::node::BackwardFn;
 use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
-use crate::grad;
 use crate::ops::{self, Pool2dParams, Pool2dPlan, PoolKind};
 use crate::Result;
 use std::sync::Arc;
@@ -28,7 +27,7 @@ impl Var {
             let backward: BackwardFn = Box::new(move |be, dy, inputs, _| {
                 let x = inputs.get(0)?;
                 let mut dx = alloc::output(be, x.shape())?;
-                grad::pool2d(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
+                ops::pool2d_backward(be, kind, &x, &saved_y, &dy, params, &mut dx)?;
                 Ok(vec![Some(dx)])
             });
             Ok((y, backward))

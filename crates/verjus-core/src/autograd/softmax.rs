@@ -5,8 +5,8 @@ use super::node::BackwardFn;
 use super::record::{Reads, Saves};
 use super::saved::Saved;
 use super::var::Var;
+use crate::ops;
 use crate::Result;
-use crate::{grad, ops};
 use std::sync::Arc;
 
 impl Var {
@@ -31,7 +31,7 @@ impl Var {
             let saved_y = Saved::new(y.clone());
             let backward: BackwardFn = Box::new(move |be, dy, _, _| {
                 let mut dx = alloc::output(be, dy.shape())?;
-                grad::softmax(be, &saved_y, &dy, axis, log, &mut dx)?;
+                ops::softmax_backward(be, &saved_y, &dy, axis, log, &mut dx)?;
                 Ok(vec![Some(dx)])
             });
             Ok((y, backward))

@@ -7,7 +7,7 @@
 //! In inference the layer is the identity.
 
 use super::{expect_inputs, Backward, Built, Forward, Layer};
-use verjus_core::{grad, ops};
+use verjus_core::ops;
 use verjus_core::{Backend, Error, Result};
 
 #[derive(Debug)]
@@ -45,7 +45,7 @@ impl Layer for Dropout {
             return Ok(());
         };
         if io.train && self.p > 0.0 {
-            grad::dropout(be, io.dy, self.p, io.stream.seed, io.stream.offset, dx)
+            ops::dropout_backward(be, io.dy, self.p, io.stream.seed, io.stream.offset, dx)
         } else {
             ops::copy(be, io.dy, dx)
         }

@@ -25,7 +25,7 @@ use crate::parameter::default_bound;
 use verjus_core::ops::{
     self, BinaryOp, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
 };
-use verjus_core::{grad, Backend, Error, Result, Tensor};
+use verjus_core::{Backend, Error, Result, Tensor};
 
 /// The settings of an LSTM layer.
 #[derive(Clone, Copy, Debug)]
@@ -461,7 +461,7 @@ impl Layer for Lstm {
             match prev.dropped.filter(|_| io.train) {
                 Some(_) => {
                     let seed = Self::dropout_seed(io.stream.seed, l - 1);
-                    grad::dropout(be, src, self.s.dropout, seed, io.stream.offset, dst)?
+                    ops::dropout_backward(be, src, self.s.dropout, seed, io.stream.offset, dst)?
                 }
                 None => ops::copy(be, src, dst)?,
             }

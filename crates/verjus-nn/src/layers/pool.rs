@@ -90,13 +90,13 @@ impl Layer for Pool2d {
         };
         let x = io.x.get(0)?;
         if self.relu_after.is_none() {
-            return grad::pool2d(be, self.kind, x, io.y, io.dy, self.params, dx);
+            return ops::pool2d_backward(be, self.kind, x, io.y, io.dy, self.params, dx);
         }
         let [pooled, pooled_grad] = io.scratch else {
             return Err(super::internal("pooling scratch missing"));
         };
         grad::unary(be, UnaryOp::Relu, Some((pooled, io.y)), io.dy, pooled_grad)?;
-        grad::pool2d(be, self.kind, x, pooled, pooled_grad, self.params, dx)
+        ops::pool2d_backward(be, self.kind, x, pooled, pooled_grad, self.params, dx)
     }
 
     fn scratch(&self, _needs_dx: &[bool]) -> Vec<Scratch> {

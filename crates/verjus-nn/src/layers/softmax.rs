@@ -2,7 +2,7 @@
 //! output, so the input is not read again.
 
 use super::{expect_inputs, unit_axis, Backward, Built, Forward, Layer};
-use verjus_core::{grad, ops};
+use verjus_core::ops;
 use verjus_core::{Backend, Result};
 
 #[derive(Debug)]
@@ -30,7 +30,7 @@ impl Layer for Softmax {
 
     fn backward(&self, be: &dyn Backend, io: Backward<'_>) -> Result<()> {
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            grad::softmax(be, io.y, io.dy, self.axis, self.log, dx)?;
+            ops::softmax_backward(be, io.y, io.dy, self.axis, self.log, dx)?;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use super::{
 use crate::def::{LayerDef, WeightSetting};
 use std::fmt;
 use verjus_core::ops::{self, BinaryOp, Distribution};
-use verjus_core::{grad, Backend, Error, Result, Tensor};
+use verjus_core::{Backend, Error, Result, Tensor};
 
 /// One parameter's derivation and its buffers (indices among the wrapper's own).
 #[derive(Debug)]
@@ -267,7 +267,7 @@ impl Layer for Parametrized {
             let dw = dparams.get(w.param)?;
             let buf = &mut mine[w.value];
             ops::copy(be, dw, buf)?;
-            grad::dropout(
+            ops::dropout_backward(
                 be,
                 buf,
                 w.dropout,

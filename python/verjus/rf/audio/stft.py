@@ -20,6 +20,7 @@ import functools
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import takes_dims
 from verjus.rf.backend import use_mask_default
 
 __all__ = ["stft"]
@@ -35,6 +36,7 @@ def _dft_matrix(win_len: int, offset: int, fft_length: int) -> np.ndarray:
     return np.stack([np.cos(angle), -np.sin(angle)], axis=-1) * window[:, None, None]
 
 
+@takes_dims
 def stft(
     x: Tensor,
     *,
