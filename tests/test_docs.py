@@ -5,8 +5,6 @@ arguments and RETURNN's documentation in ``help()``."""
 
 import inspect
 import pydoc
-import re
-from pathlib import Path
 
 import pytest
 
@@ -80,16 +78,3 @@ def test_help_of_matmul_says_what_returnn_says():
     assert "batched matrix multiplication" in text.lower()
     assert "common dims in ``a``'s order, then" in text
     assert ":param bool use_mask:" in text
-
-
-def test_architecture_page_names_only_paths_that_exist():
-    """docs/architecture.md is the newcomer's map: every file or folder it names exists
-    (placeholders such as ``G.rs`` or ``TOPIC`` aside)."""
-    root = Path(__file__).resolve().parent.parent
-    text = (root / "docs" / "architecture.md").read_text()
-    top = "crates|python|tests|scripts|docs|examples|benches"
-    paths = set(re.findall(rf"`((?:{top})/[^`\s]+)`", text))
-    placeholder = re.compile(r"/G\.|/G/|[*{]|NAME|TOPIC|MODULE")
-    missing = sorted(p for p in paths if not placeholder.search(p) and not (root / p).exists())
-    assert paths, "no paths found in docs/architecture.md"
-    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"

@@ -23,28 +23,16 @@
 //! summing across calls as PyTorch does. [`grad`] computes the same gradients
 //! for chosen inputs and returns them instead, leaving the slots alone.
 //!
-//! Backward closures allocate the inputs' gradients and call the op's rule in
-//! [`crate::grad`], the one the static graph's layers call too. The rules
-//! compute with plain tensor ops, so nothing they do is recorded: first-order
-//! gradients only.
+//! Backward closures allocate the inputs' gradients and call the op's
+//! backward, the one the static graph's layers call too: a fused op's own
+//! (`ops::softmax_backward`, `ops::lstm_sequence_backward`, ...) or a rule in
+//! [`crate::grad`] written from other ops. They compute with plain tensor
+//! ops, so nothing they do is recorded: first-order gradients only.
 //!
-//! # Files
-//!
-//! - `var.rs`: the [`Var`] handle, its value and gradient slot;
-//! - `node.rs`: graph nodes;
-//! - `record.rs`: how an op records itself, and what its backward reads;
-//! - `resolve.rs`: the input values handed to a backward when it runs;
-//! - `saved.rs`: the tensors nodes keep for backward, counted
-//!   ([`tape_saved_stats`]);
-//! - `checkpoint.rs`: gradient checkpoint scopes (values recomputed in
-//!   backward instead of kept; the design is described there);
-//! - `engine.rs`: the backward pass ([`Var::backward`], [`grad`]);
-//! - `grad_mode.rs`: [`no_grad`] and friends;
-//! - `alloc.rs`: allocate-and-call helpers the ops and the engine share;
-//! - one file per op group: `arith.rs`, `unary.rs`, `matmul.rs`, `reduce.rs`,
-//!   `softmax.rs`, `conv.rs`, `depthwise.rs`, `pool.rs`, `dropout.rs`, `random.rs`, `index.rs`, `layer_norm.rs`, `loss.rs`,
-//!   `shape_ops.rs`, `select.rs`, `lstm.rs` (an op with several outputs on
-//!   one node).
+//! The files are the tape's own (the [`Var`] handle, nodes, recording, the
+//! backward pass, grad mode, saved tensors and checkpoint scopes, whose design
+//! `checkpoint.rs` describes) and one per op group; each says in its `//!`
+//! what it holds.
 
 mod alloc;
 mod arith;
