@@ -83,6 +83,7 @@ mod seqcheck;
 mod seqdef;
 pub mod solver;
 mod state;
+mod tally;
 mod trainer;
 mod transfer;
 mod watch;

@@ -29,8 +29,8 @@
 //! the loss, the normaliser (examples or real frames) and the parameter
 //! gradients over the ranks before the solver step, so every rank applies the
 //! global batch's update and the replicas stay identical. Whether the step
-//! goes on (a finite loss everywhere) is agreed on by all ranks before any
-//! rank takes a different path. Each rank draws its own dropout masks.
+//! goes on (a finite loss everywhere) comes from the same sum, so all ranks
+//! take the same path. Each rank draws its own dropout masks.
 
 use crate::context::{refit, Context};
 use crate::data::Dataset;
@@ -38,6 +38,7 @@ use crate::loss::Loss;
 use crate::network::Network;
 use crate::parameter::Parameter;
 use crate::solver::{ParamMut, Solver};
+use crate::tally::Tally;
 use crate::weights;
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
@@ -285,22 +286,24 @@ impl Trainer {
         } else {
             (self.loss.compute(be, out, y, Some(&mut *loss_grad))?, batch)
         };
-        let (loss, norm) = agree_on_loss(&*self.collective, &self.net, be, op, loss, norm)?;
         self.net
             .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
         // Only parameters that backward reaches: as PyTorch's optimizers skip a
         // parameter without a gradient, a layer that feeds no output is neither
         // decayed nor given solver state.
         let net = &mut self.net;
-        let (mut params, mut grads): (Vec<&mut Parameter>, Vec<&mut Tensor>) = net
+        let (mut params, grads): (Vec<&mut Parameter>, Vec<&mut Tensor>) = net
             .parameters
             .iter_mut()
             .zip(bufs.ctx.param_grads.iter_mut())
             .zip(&net.trained)
             .filter_map(|(pair, &trained)| trained.then_some(pair))
             .unzip();
-        self.collective.all_reduce(be, &mut grads, ReduceOp::Sum)?;
-        let grads: Vec<&Tensor> = grads.into_iter().map(|g| &*g).collect();
+        let reduced = sum_over_ranks(&*self.collective, be, grads, loss, norm)?;
+        let Some((grads, loss, norm)) = reduced else {
+            drop(params);
+            return Err(diverged(&self.net, be, op, loss));
+        };
         self.solver.step(be, &mut params, &grads, norm)?;
         Ok((loss, batch))
     }
@@ -315,7 +318,6 @@ impl Trainer {
             let op = "train_no_rows";
             Self::check_network(&self.net)?;
             let be: &dyn Backend = &*self.be;
-            let (loss, norm) = agree_on_loss(&*self.collective, &self.net, be, op, 0.0, 0)?;
             self.dropout_step = self.dropout_step.wrapping_add(1);
             let net = &mut self.net;
             let mut zeros = Vec::new();
@@ -326,9 +328,12 @@ impl Trainer {
                     params.push(p);
                 }
             }
-            let mut grads: Vec<&mut Tensor> = zeros.iter_mut().collect();
-            self.collective.all_reduce(be, &mut grads, ReduceOp::Sum)?;
-            let grads: Vec<&Tensor> = grads.into_iter().map(|g| &*g).collect();
+            let reduced =
+                sum_over_ranks(&*self.collective, be, zeros.iter_mut().collect(), 0.0, 0)?;
+            let Some((grads, loss, norm)) = reduced else {
+                drop(params);
+                return Err(diverged(&self.net, be, op, 0.0));
+            };
             self.solver.step(be, &mut params, &grads, norm)?;
             Ok(loss)
         })
@@ -450,34 +455,25 @@ impl Trainer {
     }
 }
 
-/// The step's mean loss and normaliser over all ranks, or the error that
-/// ends the step on every rank when any rank's loss is not finite (before
-/// anything changed). This rank's `loss` is the mean over `norm` rows or
-/// frames (none on a rank without rows).
-fn agree_on_loss(
+/// Sums `grads`, the loss and its normaliser over the ranks, in one
+/// collective (see [`Tally`]); returns the gradients and the global mean loss
+/// and normaliser, or None when some rank's loss was not finite (nothing has
+/// changed then). This rank's `loss` is the mean over `norm` rows or frames.
+fn sum_over_ranks<'g>(
     collective: &dyn Collective,
-    net: &Network,
     be: &dyn Backend,
-    op: &str,
+    mut grads: Vec<&'g mut Tensor>,
     loss: f32,
     norm: usize,
-) -> Result<(f32, usize)> {
-    let finite = loss.is_finite();
-    let mut sums = [
-        if finite {
-            f64::from(loss) * norm as f64
-        } else {
-            0.0
-        },
-        norm as f64,
-        f64::from(u8::from(!finite)),
-    ];
-    collective.all_reduce_scalars(&mut sums, ReduceOp::Sum)?;
-    if sums[2] > 0.0 {
-        return Err(diverged(net, be, op, loss));
-    }
-    // Counts are exact in f64; with one rank the mean is `loss` itself.
-    Ok(((sums[0] / sums[1]) as f32, sums[1] as usize))
+) -> Result<Option<(Vec<&'g Tensor>, f32, usize)>> {
+    let mut tally = Tally::new(loss, norm)?;
+    let mut summed: Vec<&mut Tensor> = grads.iter_mut().map(|g| &mut **g).collect();
+    summed.push(tally.tensor());
+    collective.all_reduce(be, &mut summed, ReduceOp::Sum)?;
+    drop(summed);
+    Ok(tally
+        .agreed(loss, collective.world())?
+        .map(|(loss, norm)| (grads.into_iter().map(|g| &*g).collect(), loss, norm)))
 }
 
 /// The error of a step whose loss is not finite on this or another rank.
