@@ -765,6 +765,28 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+# The instruction sets the kernels choose between, as /proc/cpuinfo names them.
+ISA_FLAGS = (
+    ("avx2", "AVX2"),
+    ("fma", "FMA"),
+    ("avx512f", "AVX-512"),
+    ("avx512_bf16", "AVX-512 BF16"),
+)
+
+
+def instruction_sets() -> str:
+    """The SIMD instruction sets of this CPU that verjus's kernels use (a
+    figure on AVX2 says nothing of AVX-512 and the reverse)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown (no /proc/cpuinfo)"
+    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines()
+                  if line.startswith("flags")), set())  # fmt: skip
+    found = [name for flag, name in ISA_FLAGS if flag in flags]
+    return ", ".join(found) if found else "none of AVX2, FMA, AVX-512"
+
+
 def machine_context(
     args: argparse.Namespace, pairs: int, load: float, versions: dict[str, str]
 ) -> list[str]:
@@ -773,7 +795,8 @@ def machine_context(
     installed = ", ".join(f"{label.get(lib, lib)} {version}" for lib, version in versions.items())
     mode = "quick" if args.quick else "full"
     return [
-        f"CPU: {cpu_name()}, {os.cpu_count()} logical cores",
+        f"CPU: {cpu_name()}, {os.cpu_count()} logical cores; instruction sets: "
+        f"{instruction_sets()}",
         f"Date: {datetime.datetime.now():%Y-%m-%d %H:%M}",
         f"Command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`",
         f"Run: {args.threads} threads, {mode} ({pairs} rounds per workload of one sample per "
