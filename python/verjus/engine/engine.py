@@ -58,7 +58,7 @@ from verjus.engine.batching import Prefetcher, batches, collate, shuffle_batches
 from verjus.engine.data_parallel import DataParallel, rank_seed_offset, this_ranks
 from verjus.engine.extern_data import ExternData, bind
 from verjus.engine.optimizer import ParamOptimizer
-from verjus.engine.worker import WorkerPrefetcher, can_fork
+from verjus.engine.worker import DataWorker, WorkerPrefetcher, can_fork
 from verjus.plot import plot_curves
 
 __all__ = ["Engine", "Source"]
@@ -167,6 +167,8 @@ class Engine:
         self.epoch = 0
         self.global_train_step = 0
         self.model: rf.Module | None = None
+        self._worker: DataWorker | None = None
+        self._worker_sources: list[Source] = []
         self.opt: ParamOptimizer | None = None
         self.metrics: list[dict[str, Any]] = []
         rf.set_default_device(device)
@@ -216,6 +218,28 @@ class Engine:
         dataset) after each; continues a run started before (see the module docs)."""
         if self.train_step is None:
             raise ValueError("train: no train_step was given")
+        self.start_data_worker(train, *(dev or {}).values())
+        try:
+            self._train(train, dev)
+        finally:
+            self.close_data_worker()
+
+    def start_data_worker(self, *sources: Source) -> None:
+        """Forks the worker process that prepares the batches of ``sources`` for
+        the whole run (``data_worker`` "process", where processes can be forked;
+        see ``worker.py`` for why it is forked before the model is made). ``train``
+        starts it if this did not; a later call keeps the running one."""
+        if self._worker is None and self.data_worker == "process" and can_fork():
+            self._worker_sources = list(sources)
+            self._worker = DataWorker(self._produce_request)
+
+    def close_data_worker(self) -> None:
+        """Stops the worker of ``start_data_worker`` (if any)."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker, self._worker_sources = None, []
+
+    def _train(self, train: Source, dev: Mapping[str, Source] | None) -> None:
         if self.model is None:
             self.init_model()
         start = self._resume() + 1
@@ -420,35 +444,47 @@ class Engine:
         with_targets: bool = True,
         shuffle: bool = False,
         this_rank: bool = False,
-    ) -> Prefetcher | WorkerPrefetcher:
-        """The epoch's collated batches, prepared in a worker process (``data_worker``
-        "process", where processes can be forked) or a background thread; with
-        ``shuffle`` (training) in the order of ``online_shuffle_batches``, and
-        data-parallel only this rank's (training, or ``this_rank``)."""
-        keys = set(self.extern.keys(with_targets=with_targets))
-
-        def produce() -> Iterator[dict[str, np.ndarray]]:
-            seqs = ({k: v for k, v in s.items() if k in keys} for s in source.iter_epoch(epoch))
-            groups = batches(
-                seqs,
-                batch_size=self.batch_size,
-                max_seqs=self.max_seqs,
-                max_seq_length=self.max_seq_length,
-            )
-            if shuffle and self.online_shuffle_batches is not None:
-                groups = shuffle_batches(
-                    groups,
-                    buffer_size=self.online_shuffle_batches,
-                    seed=_merge_seeds(epoch, self.random_seed),
-                )
-            if shuffle or this_rank:
-                groups = this_ranks(groups)
-            for batch in groups:
-                yield collate(batch)
-
+    ) -> Prefetcher | WorkerPrefetcher | Any:
+        """The epoch's collated batches, prepared in the run's worker process
+        (``start_data_worker``), in a worker forked for this pass (``data_worker``
+        "process", where processes can be forked) or in a background thread;
+        with ``shuffle`` (training) in the order of ``online_shuffle_batches``,
+        and data-parallel only this rank's (training, or ``this_rank``)."""
+        request = (epoch, with_targets, shuffle, this_rank)
+        index = next((i for i, s in enumerate(self._worker_sources) if s is source), None)
+        if self._worker is not None and index is not None:
+            return self._worker.stream((index, *request))
         if self.data_worker == "process" and can_fork():
-            return WorkerPrefetcher(produce)
-        return Prefetcher(produce())
+            return WorkerPrefetcher(lambda: self._produce(source, *request))
+        return Prefetcher(self._produce(source, *request))
+
+    def _produce_request(self, request: tuple[int, int, bool, bool, bool]) -> Iterator[Any]:
+        """``_produce`` of a request to the run's worker (the source by its index)."""
+        index, *rest = request
+        return self._produce(self._worker_sources[index], *rest)
+
+    def _produce(
+        self, source: Source, epoch: int, with_targets: bool, shuffle: bool, this_rank: bool
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """The collated batches of ``source``'s epoch (see ``_batches``)."""
+        keys = set(self.extern.keys(with_targets=with_targets))
+        seqs = ({k: v for k, v in s.items() if k in keys} for s in source.iter_epoch(epoch))
+        groups = batches(
+            seqs,
+            batch_size=self.batch_size,
+            max_seqs=self.max_seqs,
+            max_seq_length=self.max_seq_length,
+        )
+        if shuffle and self.online_shuffle_batches is not None:
+            groups = shuffle_batches(
+                groups,
+                buffer_size=self.online_shuffle_batches,
+                seed=_merge_seeds(epoch, self.random_seed),
+            )
+        if shuffle or this_rank:
+            groups = this_ranks(groups)
+        for batch in groups:
+            yield collate(batch)
 
     def _log_step(
         self, prefix: str, step: int, scores: dict[str, float], seconds: float, begin: float

@@ -197,9 +197,11 @@ def _datasets(config: Any, init_dataset: Any, task: str) -> dict[str, Any]:
 
 def _train(config: Any, engine: Any, datasets: dict[str, Any], lr_control: Any) -> None:
     engine.learning_rate_control = lr_control
+    dev = {k: v for k, v in datasets.items() if k != "train"}
+    # Forked before the model exists, the data worker shares none of its memory.
+    engine.start_data_worker(datasets["train"], *dev.values())
     engine.init_model()
     _preload(config, engine)
-    dev = {k: v for k, v in datasets.items() if k != "train"}
     engine.train(datasets["train"], dev)
 
 
