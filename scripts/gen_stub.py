@@ -41,6 +41,13 @@ HEADER = (
 # The types of the module's attributes that are neither functions nor classes.
 ATTRIBUTES = {
     "__version__": "str",
+    "DEFINITION_FILE": "str",
+    "WEIGHTS_FILE": "str",
+    "MANIFEST_FILE": "str",
+    "TRAINER_FILE": "str",
+    "SOLVER_FILE": "str",
+    "VOCAB_FILE": "str",
+    "MAX_JSON_BYTES": "int",
     "rf_batch_dim": "Dim",
     "rf_single_step_dim": "Dim",
     "rf_exports": "dict[str, Any]",

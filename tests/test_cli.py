@@ -58,6 +58,7 @@ def test_train_writes_a_complete_run_folder(trained_run):
         "curves.png",
         "metrics.jsonl",
         "network.json",
+        "run.json",
         "solver.safetensors",
         "trainer.json",
         "weights.safetensors",
@@ -199,7 +200,7 @@ def test_out_must_be_new_empty_or_a_run_given_overwrite(tmp_path, fashion_dir):
     weights = (run / "weights.safetensors").read_bytes()
     again = train_into(run, fashion_dir, "--seed", "5")
     assert again.returncode == 1
-    assert "already holds a run; pass --overwrite" in again.stderr
+    assert "already holds a run; pass --resume to continue it, --overwrite" in again.stderr
     assert (run / "weights.safetensors").read_bytes() == weights
     replaced = train_into(run, fashion_dir, "--seed", "5", "--overwrite")
     assert replaced.returncode == 0, replaced.stderr

@@ -42,7 +42,7 @@ def test_train_text_writes_run_folder_and_sample_continues_prompt(tmp_path, fort
     assert {"network.json", "weights.safetensors", "metrics.jsonl", "vocab.json"} <= names
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in rows] == [1, 2]
-    assert rows[1]["val_bpc"] < rows[0]["val_bpc"]
+    assert rows[1]["validation_bpc"] < rows[0]["validation_bpc"]
     assert main(["sample", str(out), "--prompt", "the ", "--chars", "20", "--seed", "3"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("the ")

@@ -150,6 +150,7 @@ def fit_sequences(
     validation: SequenceBatches | None,
     *,
     epochs: int,
+    initial_epoch: int,
     shuffle: bool,
     seed: int,
     progress: bool,
@@ -161,7 +162,7 @@ def fit_sequences(
     from verjus.trainer import _Progress  # a cycle at import time otherwise
 
     main = distributed.is_main_process()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(initial_epoch + 1, epochs + 1):
         bar = _Progress(train.batches, f"epoch {epoch}/{epochs}", progress and main)
         start = time.perf_counter()
         loss_sum, count, frames = 0.0, 0, 0

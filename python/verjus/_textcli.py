@@ -7,6 +7,11 @@ of a number (an ``Embedding``'s ``vocab``, the last ``Linear``'s
 ``out_features``), the size of the data's vocabulary is filled in; a number
 given there must be that size. The run folder gets ``vocab.json`` beside the
 checkpoint, so that ``sample`` decodes as training encoded.
+
+Text networks take text (``--data fortunes`` or a folder of text files) and
+image classifiers images; ``holds_idx_files`` tells a folder of Fashion-MNIST's
+IDX files apart, so that a mismatch is refused by name rather than read as
+data of the wrong kind.
 """
 
 from __future__ import annotations
@@ -20,19 +25,57 @@ from typing import Any
 
 import numpy as np
 
+from verjus._verjus import VOCAB_FILE
 from verjus.data import CharVocab, TextBatcher, fortunes
 
-__all__ = ["VOCAB_FILE", "fill_vocab", "is_text_definition", "load_text", "sample_text"]
+__all__ = [
+    "VOCAB_FILE",
+    "check_text_input",
+    "fill_vocab",
+    "holds_idx_files",
+    "is_text_definition",
+    "load_text",
+    "sample_text",
+]
 
-VOCAB_FILE = "vocab.json"
 PLACEHOLDER = "vocab"
+VAL_EVERY = 20  # every 20th text (the first included) is for validation
+TEXT_DATA = "--data fortunes or a folder of text files (texts separated by lines holding only %)"
+
+
+def _first_input(definition: dict[str, Any]) -> dict[str, Any]:
+    inputs = definition.get("inputs")
+    first = inputs[0] if isinstance(inputs, list) and inputs else None
+    return first if isinstance(first, dict) else {}
 
 
 def is_text_definition(definition: dict[str, Any]) -> bool:
     """Whether the definition's first input is a sequence of token ids."""
-    inputs = definition.get("inputs") or [{}]
-    first = inputs[0]
-    return first.get("dtype") == "int32" and (first.get("shape") or [0])[:1] == [None]
+    first = _first_input(definition)
+    shape = first.get("shape")
+    return first.get("dtype") == "int32" and isinstance(shape, list) and shape[:1] == [None]
+
+
+def check_text_input(definition: dict[str, Any], what: str) -> None:
+    """A ``"vocab"`` size comes from text data, so only a text definition may
+    hold one; in any other the core would report the placeholder as a JSON
+    type error about ``"vocab"`` instead of the input that is wrong."""
+    if has_vocab_placeholder(definition) and not is_text_definition(definition):
+        first = _first_input(definition)
+        raise ValueError(
+            f'{what}: a "vocab" size is taken from text data, which needs the first input to '
+            f'be token ids over time ({{"shape": [null], "dtype": "int32"}}); input '
+            f"{first.get('name')!r} has shape {json.dumps(first.get('shape'))} and dtype "
+            f"{first.get('dtype', 'float32')}"
+        )
+
+
+def holds_idx_files(folder: str) -> bool:
+    """Whether ``folder`` holds gzip'd IDX files (Fashion-MNIST's format)."""
+    try:
+        return any(p.name.endswith("-ubyte.gz") for p in Path(folder).iterdir())
+    except OSError:
+        return False
 
 
 VOCAB_FIELDS = {"Embedding": "vocab", "Linear": "out_features"}
@@ -40,11 +83,12 @@ VOCAB_FIELDS = {"Embedding": "vocab", "Linear": "out_features"}
 
 def _layers(definition: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every layer of ``definition``, nested ones included."""
-    stack = list(definition.get("layers", []))
+    stack = list(definition.get("layers") or [])
     while stack:
         layer = stack.pop()
-        stack.extend(layer.get("layers", []))
-        yield layer
+        if isinstance(layer, dict):  # anything else: the core names what is wrong
+            stack.extend(layer.get("layers") or [])
+            yield layer
 
 
 def has_vocab_placeholder(definition: dict[str, Any]) -> bool:
@@ -74,11 +118,33 @@ def fill_vocab(definition: dict[str, Any], size: int, what: str) -> dict[str, An
     return filled
 
 
-def load_text(data: str, max_len: int | None) -> tuple[list[str], list[str], CharVocab]:
+def load_text(data: str, max_len: int, network: str) -> tuple[list[str], list[str], CharVocab]:
     """``--data fortunes`` (the installed package, or ``$VERJUS_FORTUNES``) or a
-    folder of fortune files: every 20th text for validation."""
+    folder of text files for the text network ``network``: every 20th text
+    for validation. Fashion-MNIST is refused, and so is data that leaves no
+    text to train on (the core's batcher would only say it has none)."""
+    if data == "fashion-mnist" or (data != "fortunes" and holds_idx_files(data)):
+        raise ValueError(
+            f"--data {data}: Fashion-MNIST images; {network} is a text network (its input "
+            f"is int32 token ids), which takes {TEXT_DATA}"
+        )
     path = None if data == "fortunes" else data
-    return fortunes(path, max_len=max_len, val_every=20)
+    train, validation, vocab = fortunes(path, max_len=max_len, val_every=VAL_EVERY)
+    if not train:
+        texts, _, _ = fortunes(path, max_len=None, val_every=None)
+        found = f"{len(validation)} text{'' if len(validation) == 1 else 's'}"
+        if len(texts) > len(validation):
+            shortest = min(len(t) for t in texts)
+            found += (
+                f" of at most --max-len {max_len} characters (of {len(texts)}; the shortest "
+                f"has {shortest})"
+            )
+        raise ValueError(
+            f"--data {data}: {found}; training needs at least 2, as every {VAL_EVERY}th text, "
+            "the first included, is for validation (a file's texts are separated by lines "
+            "holding only %)"
+        )
+    return train, validation, vocab
 
 
 def batchers(
@@ -99,7 +165,8 @@ def sample_text(
 ) -> str:
     """``chars`` characters after ``prompt`` from the character model in the
     run folder ``run``, one step per character with carried state (the prompt
-    is read once)."""
+    is read once). Temperature 0 takes the most likely character each step
+    (greedy, as ``examples/python/rf_char_lm.py``)."""
     from verjus.network import Network
 
     folder = Path(run)
@@ -108,10 +175,12 @@ def sample_text(
         raise OSError(
             f"{vocab_path}: missing; sample needs the run folder of a text `verjus train`"
         )
+    if not (temperature >= 0 and math.isfinite(temperature)):
+        raise ValueError(
+            f"--temperature must be a number >= 0 (0: the most likely character), got {temperature}"
+        )
     vocab = CharVocab.load(vocab_path)
     net = Network.load(folder, device=device)
-    if temperature <= 0 or not math.isfinite(temperature):
-        raise ValueError(f"--temperature must be a positive number, got {temperature}")
     unknown = sorted({c for c in prompt if c not in vocab.chars})
     if unknown:
         raise ValueError(f"--prompt: {unknown[0]!r} is not in the model's vocabulary")
@@ -121,10 +190,14 @@ def sample_text(
     logits = stepper.step(ids)[0, -1]
     out = []
     for _ in range(chars):
-        z = logits.astype(np.float64) / temperature
+        z = logits.astype(np.float64)
         z[vocab.pad_id] = -np.inf
-        p = np.exp(z - z.max())
-        next_id = int(rng.choice(len(p), p=p / p.sum()))
+        if temperature == 0:
+            next_id = int(np.argmax(z))
+        else:
+            z /= temperature
+            p = np.exp(z - z.max())
+            next_id = int(rng.choice(len(p), p=p / p.sum()))
         if next_id == vocab.eot_id:
             break
         out.append(next_id)

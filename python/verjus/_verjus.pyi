@@ -19,6 +19,13 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+DEFINITION_FILE: str
+WEIGHTS_FILE: str
+MANIFEST_FILE: str
+TRAINER_FILE: str
+SOLVER_FILE: str
+VOCAB_FILE: str
+MAX_JSON_BYTES: int
 
 def devices() -> list[str]:
     """The names of the devices this build can compute on: ``"cpu"`` always
@@ -173,7 +180,8 @@ class Network:
         """One dict per leaf layer in execution order, with keys ``path`` (str),
         ``kind`` (str), ``inputs`` (list[str]), ``input_shapes``
         (list[list[int]]), ``output_shape`` (list[int]), ``params`` (list of
-        ``(name, shape)``), ``shares`` (str | None) and ``live`` (bool).
+        ``(name, shape)``), ``shares`` (str | None), ``live`` (bool) and
+        ``sequence`` (bool: the output has a time axis after the batch axis).
 
         :rtype: list[dict[str, object]]
         """
@@ -875,9 +883,17 @@ class Tensor:
     def __rfloordiv__(self, other: Tensor | float) -> Tensor: ...
     def __truediv__(self, other: Tensor | float) -> Tensor: ...
     def __rtruediv__(self, other: Tensor | float) -> Tensor: ...
-    def backward(self) -> None:
+    def backward(self, *, retain_graph: bool = False) -> None:
         """Backpropagates from this one-element tensor: adds ``d self / d p`` to
         the ``grad`` of every leaf ``p`` it depends on (parameters).
+
+        As PyTorch's, it runs once per tensor: a second ``backward()`` from the
+        same tensor would add the same gradients again (PyTorch has freed the
+        graph by then), so it is a ``RuntimeError``; ``retain_graph=True``
+        allows the next run, whose gradients add to the first's. (The tape
+        keeps the graph: other tensors computed from it are unaffected.)
+
+        :param bool retain_graph: allow another ``backward`` from this tensor
         """
     def zero_grad(self) -> None:
         """Clears the accumulated gradient."""

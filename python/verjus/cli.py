@@ -7,6 +7,7 @@
     verjus predict NET.json WEIGHTS --data fashion-mnist --split test --device cpu
     verjus train examples/nets/char_lm.json --data fortunes --lr 2e-3 --batch-size 32 \
         --clip-norm 1.0 --out runs/char_lm
+    verjus train examples/nets/char_lm.json ... --epochs 5 --out runs/char_lm --resume
     verjus sample runs/char_lm --prompt "The " --chars 200 --temperature 0.8 --seed 0
     verjus returnn demo-rf.config ++num_epochs 2
 
@@ -29,7 +30,14 @@ is a one-line error naming what is missing, before any data is read.
 
 ``--out`` must be a new or empty folder, or a run folder of an earlier
 ``train`` with ``--overwrite``; any other folder is refused, so that a run never
-replaces a folder of other files. The network and the data are checked against
+replaces a folder of other files. ``--resume`` continues the run in ``--out``
+from its last checkpoint (the end of its last finished epoch) up to
+``--epochs`` in all: the next epoch is numbered on (``epoch 2/3``), its rows
+are added to ``metrics.jsonl`` and ``curves.png`` is redrawn, and the epochs
+train the batches an uninterrupted run would have. The command must repeat
+the run's definition and settings (data, optimizer, learning rate, batch
+size, seed...; ``run.json`` records them), or it is refused naming the one
+that differs. The network and the data are checked against
 each other before anything is written there, and one ``train`` at a time holds
 the folder (a second one to the same ``--out`` is refused while the first runs).
 ``predict`` given a run folder checks its files against the folder's manifest
@@ -37,17 +45,22 @@ and its ``network.json`` against ``NET.json``.
 
 A text definition (its input is a sequence of int32 token ids, such as
 ``examples/nets/char_lm.json``) trains a character language model on the
-texts of ``--data fortunes`` (Debian's ``fortunes`` package, or the folder in
-``$VERJUS_FORTUNES``, or a folder given): texts over ``--max-len`` characters
+texts of ``--data fortunes`` (the default: Debian's ``fortunes`` package, or
+the folder in ``$VERJUS_FORTUNES``) or ``--data FOLDER`` (text files, texts
+separated by lines holding only ``%``): texts over ``--max-len`` characters
 are left out and every 20th is for validation; each epoch prints the
-validation bits per character, and the run folder also gets ``vocab.json``.
+validation bits per character, as ``metrics.jsonl`` records it and
+``curves.png`` draws it, and the run folder also gets ``vocab.json``.
 Where the definition says ``"vocab"`` instead of a number, the data's
 vocabulary size is filled in. ``sample`` generates text from such a run,
-feeding one character per step with the LSTM state carried over.
+feeding one character per step with the LSTM state carried over
+(``--temperature 0``: the most likely character each step).
 
-``--data`` is ``fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package, or
+Any other definition is an image classifier, whose ``--data`` is
+``fashion-mnist`` (the default: Debian's ``dataset-fashion-mnist`` package, or
 the folder in ``$VERJUS_FASHION_MNIST``) or a folder holding the four IDX
-``.gz`` files. Errors are printed as one line naming what was wrong, and the
+``.gz`` files. Data of the other kind is refused, naming what the network
+takes. Errors are printed as one line naming what was wrong, and the
 command exits with status 1 (2 for bad arguments, 130 when interrupted).
 """
 
@@ -69,25 +82,35 @@ from verjus._files import write_text_atomic
 from verjus._textcli import (
     VOCAB_FILE,
     batchers,
+    check_text_input,
     fill_vocab,
     has_vocab_placeholder,
+    holds_idx_files,
     is_text_definition,
     load_text,
     sample_text,
 )
-from verjus.data import FASHION_MNIST_CLASSES, fashion_mnist
+from verjus._verjus import DEFINITION_FILE, MANIFEST_FILE
+from verjus.data import FASHION_MNIST_CLASSES, CharVocab, fashion_mnist
 from verjus.launch import launch, without_nproc
-from verjus.network import DEFINITION_FILE, Network
-from verjus.plot import plot_curves
+from verjus.network import Network
+from verjus.plot import BITS_PER_CHARACTER, LOSS_AND_ACCURACY, plot_curves
 from verjus.trainer import Callback, Trainer
 
 __all__ = ["main"]
 
 METRICS_FILE = "metrics.jsonl"
 CURVES_FILE = "curves.png"
-MANIFEST_FILE = "checkpoint.json"  # what makes a folder a run folder
+SETTINGS_FILE = "run.json"  # the settings a --resume must repeat
+RUN_FILES = (METRICS_FILE, CURVES_FILE, VOCAB_FILE, SETTINGS_FILE)  # beside the checkpoint
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a reader gone early
-DATA_HELP = "fashion-mnist (the installed data set) or a folder of its IDX .gz files"
+IMAGE_DATA = "--data fashion-mnist (the installed data set) or a folder of its four IDX .gz files"
+DATA_HELP = (
+    "what to train on: for an image classifier, fashion-mnist (the default; the installed "
+    "data set) or a folder of its four IDX .gz files; for a text network (int32 token ids, "
+    "such as examples/nets/char_lm.json), fortunes (the default; the installed fortunes) or a "
+    "folder of text files, texts separated by lines holding only %%"
+)
 
 
 def _count(n: int, noun: str) -> str:
@@ -95,9 +118,23 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _data_dir(data: str) -> str | None:
-    """``None`` (the default location) for ``fashion-mnist``, else the folder given."""
-    return None if data == "fashion-mnist" else data
+def _image_data(data: str, network: str) -> str | None:
+    """The folder of an image classifier's ``--data``: ``None`` (the installed
+    set) for ``fashion-mnist``. Text is refused by name here, since the reader
+    of Fashion-MNIST would only say that Fashion-MNIST is not installed."""
+    if data == "fashion-mnist":
+        return None
+    if data == "fortunes" or (Path(data).is_dir() and not holds_idx_files(data)):
+        what = (
+            "text, for a text network such as examples/nets/char_lm.json"
+            if data == "fortunes"
+            else "a folder without IDX .gz files"
+        )
+        raise ValueError(
+            f"--data {data}: {what}; {network} is an image classifier, which takes {IMAGE_DATA} "
+            "(`apt-get install dataset-fashion-mnist` installs the data set)"
+        )
+    return data
 
 
 def _optimizer(args: argparse.Namespace) -> optim.Optimizer:
@@ -118,18 +155,21 @@ class _RunFolder(Callback):
     """Prints each epoch and rewrites the run folder's files after it (rank 0
     of a data-parallel run; the other ranks wait for its checkpoint)."""
 
-    def __init__(self, out: Path, title: str, total_epochs: int):
+    def __init__(
+        self, out: Path, title: str, total_epochs: int, earlier: list[dict], *, text: bool
+    ):
         self.out = out
         self.title = title
         self.total_epochs = total_epochs
-        self.epochs: list[dict[str, float]] = []
+        self.epochs = earlier  # the rows of the epochs before a --resume
+        self.text = text
         self.plot_failed = False
 
     def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
         if not distributed.is_main_process():
             trainer.save_checkpoint(self.out)  # a collective call: rank 0 writes
             return
-        if "train_bpc" in metrics:
+        if self.text:
             self._text_row(trainer, metrics)
             return
         row = {
@@ -151,13 +191,12 @@ class _RunFolder(Callback):
         self._write(trainer)
 
     def _text_row(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
-        """A character model's epoch: losses and bits per character."""
+        """A character model's epoch as its line says it: bits per character on
+        training and validation (not the loss in nats, nor a "test" split)."""
         row = {
             "epoch": int(metrics["epoch"]),
-            "train_loss": metrics["train_loss"],
             "train_bpc": metrics["train_bpc"],
-            "test_loss": metrics["val_loss"],
-            "val_bpc": metrics["val_bpc"],
+            "validation_bpc": metrics["val_bpc"],
             "seconds": metrics["seconds"],
             "characters_per_second": metrics["frames_per_second"],
             "lr": trainer.lr,
@@ -165,7 +204,7 @@ class _RunFolder(Callback):
         self.epochs.append(row)
         print(
             f"epoch {row['epoch']}/{self.total_epochs}: train {row['train_bpc']:.4f} bpc, "
-            f"validation {row['val_bpc']:.4f} bits per character "
+            f"validation {row['validation_bpc']:.4f} bits per character "
             f"({row['seconds']:.1f} s, {row['characters_per_second']:,.0f} characters/s)",
             flush=True,
         )
@@ -176,16 +215,22 @@ class _RunFolder(Callback):
         trainer.save_checkpoint(self.out)
         lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
         write_text_atomic(self.out / METRICS_FILE, lines)
+        panels = BITS_PER_CHARACTER if self.text else LOSS_AND_ACCURACY
         try:
-            plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title)
+            plot_curves(self.epochs, self.out / CURVES_FILE, title=self.title, panels=panels)
         except Exception as e:  # the plot is a picture: training goes on
             if not self.plot_failed:
                 print(f"verjus: warning: no {CURVES_FILE}: {e}", file=sys.stderr, flush=True)
             self.plot_failed = True
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
-    """``--out`` is new, an empty folder, or (with ``--overwrite``) a run folder."""
+def _check_out(out: Path, overwrite: bool, resume: bool) -> None:
+    """``--out`` is new, an empty folder, or (with ``--overwrite``) a run
+    folder; with ``--resume``, a run folder."""
+    if resume:
+        if not (out / MANIFEST_FILE).is_file():
+            raise ValueError(f"--out {out}: holds no run to resume; drop --resume to start one")
+        return
     if not out.exists():
         return
     if not out.is_dir():
@@ -200,8 +245,8 @@ def _check_out(out: Path, overwrite: bool) -> None:
         )
     if not overwrite:
         raise ValueError(
-            f"--out {out}: already holds a run; pass --overwrite to replace it, "
-            "or give another folder"
+            f"--out {out}: already holds a run; pass --resume to continue it, --overwrite to "
+            "replace it, or give another folder"
         )
 
 
@@ -227,18 +272,107 @@ def _holding(out: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _run_folder(out: Path, overwrite: bool, stale: Sequence[str]) -> Iterator[None]:
+def _run_folder(args: argparse.Namespace, out: Path, trainer: Trainer) -> Iterator[None]:
     """The run folder while a run writes it: held (``_holding``), checked
-    again, and without the replaced run's ``stale`` files. Rank 0 of a
-    data-parallel run holds it; the other ranks write nothing."""
+    again, and for a new run without a replaced run's files and with the
+    initial network and ``run.json`` (a folder that cannot be written fails
+    now, not after an epoch of training). Rank 0 of a data-parallel run holds
+    it; the other ranks write nothing."""
     if not distributed.is_main_process():
+        if not args.resume:
+            trainer.save_checkpoint(out)  # a collective call: rank 0 writes
         yield
         return
     with _holding(out):
-        _check_out(out, overwrite)  # again, now that this run holds the folder
-        for name in stale:
-            (out / name).unlink(missing_ok=True)
+        _check_out(out, args.overwrite, args.resume)  # again, now that this run holds it
+        if not args.resume:
+            for name in RUN_FILES:
+                (out / name).unlink(missing_ok=True)
+            trainer.save_checkpoint(out)
+            write_text_atomic(out / SETTINGS_FILE, json.dumps(_settings(args), indent=1) + "\n")
         yield
+
+
+def _settings(args: argparse.Namespace) -> dict[str, object]:
+    """The settings that decide a run's batches and updates, which a
+    ``--resume`` must repeat: ``--data`` (a folder by its absolute path) and
+    those of the optimizer, the batches and the text (``--max-len``)."""
+    data = args.data if args.data in ("fashion-mnist", "fortunes") else os.path.abspath(args.data)
+    names = ["optimizer", "lr", "momentum", "nesterov", "weight_decay", "clip_norm"]
+    names += ["batch_size", "seed"] + (["max_len"] if args.text else [])
+    return {"data": data, **{name: getattr(args, name) for name in names}}
+
+
+def _trainer(args: argparse.Namespace, out: Path, definition: str | dict) -> Trainer:
+    """A trainer of a new network built from ``definition`` on ``--device``
+    (a device that is not there fails before the data loads) or, with
+    ``--resume``, the run's trainer, whose network and settings must be
+    ``definition`` and the command's."""
+    if not args.resume:
+        net = Network.from_def(definition, seed=args.seed, device=args.device)
+        return Trainer(net, _optimizer(args), "cross_entropy")
+    trainer = Trainer.resume(out, device=args.device)
+    if trainer.network.to_def() != Network.from_def(definition).to_def():
+        raise ValueError(
+            f"--resume: {out / DEFINITION_FILE} is not the network of {args.network}; "
+            "resume with the definition the run was trained with"
+        )
+    recorded = _recorded_settings(out)
+    given = _settings(args)
+    differ = [k for k in given if recorded.get(k) != given[k]]
+    if differ:
+        shown = ", ".join(
+            f"--{k.replace('_', '-')} {given[k]} differs from the run's {recorded.get(k)}"
+            for k in differ
+        )
+        raise ValueError(f"--resume: {shown}; continue with the run's settings, or start a new run")
+    return trainer
+
+
+def _recorded_settings(out: Path) -> dict[str, object]:
+    """The settings a run began with (``run.json``)."""
+    path = out / SETTINGS_FILE
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(
+            f"--resume: {path} is missing (a run of an earlier verjus): its settings are not "
+            "known, so it cannot be continued as it would have gone on"
+        ) from None
+    except ValueError as e:
+        raise ValueError(f"--resume: {path}: not JSON: {e}") from None
+    if not isinstance(recorded, dict):
+        raise ValueError(f"--resume: {path}: not a JSON object of settings")
+    return recorded
+
+
+def _resume_point(
+    args: argparse.Namespace, out: Path, trainer: Trainer, steps_per_epoch: int
+) -> tuple[int, list[dict]]:
+    """The epochs the run has done and their ``metrics.jsonl`` rows (none for
+    a new run). The checkpoint's step count says how many: a checkpoint is
+    written at each epoch's end before that epoch's row, so a run killed
+    between the two lacks that row, and one killed mid-epoch has no row past
+    its checkpoint."""
+    if not args.resume:
+        return 0, []
+    done, part = divmod(trainer.step, steps_per_epoch)
+    if part:
+        raise ValueError(
+            f"--resume: the checkpoint in {out} is at step {trainer.step}, not at the end of an "
+            f"epoch of {steps_per_epoch} steps"
+        )
+    if done >= args.epochs:
+        raise ValueError(
+            f"--resume: the run in {out} has done {_count(done, 'epoch')} already; "
+            f"give --epochs more than {done} to train on"
+        )
+    path = out / METRICS_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        return done, [row for row in map(json.loads, lines) if row["epoch"] <= done]
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"--resume: {path}: not the metrics of a run: {e!r}") from None
 
 
 def _announce(line: str) -> None:
@@ -284,36 +418,38 @@ def _train(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     main = distributed.is_main_process()
     if main:
-        _check_out(out, args.overwrite)
+        _check_out(out, args.overwrite, args.resume)
     definition = _read_definition(args.network)
-    if definition is not None and is_text_definition(definition):
+    args.text = definition is not None and is_text_definition(definition)
+    if args.data is None:
+        args.data = "fortunes" if args.text else "fashion-mnist"
+    if args.text:
         return _train_text(args, out, definition)
-    # Built on the device first: a device that is not there fails before the data loads.
-    net = Network.from_def(args.network, seed=args.seed, device=args.device)
+    if definition is not None:
+        check_text_input(definition, args.network)
+    data_dir = _image_data(args.data, args.network)
+    trainer = _trainer(args, out, args.network)
+    net = trainer.network
     _check_classifier(net)
-    data_dir = _data_dir(args.data)
     x, y = fashion_mnist("train", data_dir)
     test = fashion_mnist("test", data_dir)
-    optimizer = _optimizer(args)
-    trainer = Trainer(net, optimizer, "cross_entropy")
+    done, earlier = _resume_point(args, out, trainer, -(-len(x) // args.batch_size))
     # A surrogate-escaped (non-UTF-8) file name cannot be drawn in the plot's title.
     name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
     _announce(
         f"{name}: {len(x)} training and {len(test[0])} test images, "
         f"{args.optimizer} lr {args.lr:g}, batch {args.batch_size}, "
-        f"{_count(args.epochs, 'epoch')}, device {trainer.device}"
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}{_resumed(args, done)}"
     )
     net.forward(x[:1])  # the data fits the network, before anything is written
-    with _run_folder(out, args.overwrite, (METRICS_FILE, CURVES_FILE)):
-        # The initial network goes there first: a run folder that cannot be
-        # written fails now, not after an epoch of training.
-        trainer.save_checkpoint(out)
+    with _run_folder(args, out, trainer):
         title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
-        run = _RunFolder(out, title, args.epochs)
+        run = _RunFolder(out, title, args.epochs, earlier, text=False)
         trainer.fit(
             x,
             y,
             epochs=args.epochs,
+            initial_epoch=done,
             batch_size=args.batch_size,
             validation_data=test,
             seed=args.seed,
@@ -333,37 +469,45 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resumed(args: argparse.Namespace, done: int) -> str:
+    """The end of a run's first line: where a resumed run goes on from."""
+    return f", resumed after epoch {done}" if args.resume else ""
+
+
 def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
     """``train`` on a character language model definition."""
-    if args.data == "fashion-mnist":
-        args.data = "fortunes"
-    train, validation, vocab = load_text(args.data, args.max_len)
+    train, validation, vocab = load_text(args.data, args.max_len, args.network)
     filled = fill_vocab(definition, vocab.size, args.network)
-    net = Network.from_def(filled, seed=args.seed, device=args.device)
-    name, unit = net.outputs[0]
+    trainer = _trainer(args, out, filled)
+    name, unit = trainer.network.outputs[0]
     if list(unit) != [vocab.size]:
         raise ValueError(
             f"the network's output {name!r} has unit shape {list(unit)}, expected "
             f'[{vocab.size}] scores over the vocabulary (write "out_features": "vocab")'
         )
-    trainer = Trainer(net, _optimizer(args), "cross_entropy")
+    if args.resume and CharVocab.load(out / VOCAB_FILE).chars != vocab.chars:
+        raise ValueError(
+            f"--resume: the characters of --data {args.data} are not those of the run's "
+            f"{out / VOCAB_FILE}: the data changed since the run began"
+        )
     train_batches, val_batches = batchers(train, validation, vocab, args.batch_size)
+    done, earlier = _resume_point(args, out, trainer, len(train_batches))
     shown_name = Path(args.network).name.encode("utf-8", "replace").decode("utf-8")
     _announce(
         f"{shown_name}: {len(train)} training texts ({train_batches.tokens:,} characters) and "
         f"{len(validation)} validation texts, vocabulary {vocab.size}, {args.optimizer} lr "
         f"{args.lr:g}, batch {args.batch_size}, clip norm {args.clip_norm}, "
-        f"{_count(args.epochs, 'epoch')}, device {trainer.device}"
+        f"{_count(args.epochs, 'epoch')}, device {trainer.device}{_resumed(args, done)}"
     )
-    with _run_folder(out, args.overwrite, (METRICS_FILE, CURVES_FILE, VOCAB_FILE)):
-        trainer.save_checkpoint(out)
-        if distributed.is_main_process():
+    with _run_folder(args, out, trainer):
+        if not args.resume and distributed.is_main_process():
             vocab.save(out / VOCAB_FILE)  # atomic; the checkpoint saves keep it
         title = f"{shown_name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
-        run = _RunFolder(out, title, args.epochs)
+        run = _RunFolder(out, title, args.epochs, earlier, text=True)
         trainer.fit(
             train_batches,
             epochs=args.epochs,
+            initial_epoch=done,
             validation_data=val_batches,
             seed=args.seed,
             progress=not args.no_progress,
@@ -374,7 +518,7 @@ def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
     if not distributed.is_main_process():
         return 0
     if run.epochs:
-        print(f"final validation bits per character: {run.epochs[-1]['val_bpc']:.4f}")
+        print(f"final validation bits per character: {run.epochs[-1]['validation_bpc']:.4f}")
     print(f"run folder: {shown} ({', '.join(sorted(p.name for p in out.iterdir()))})")
     return 0
 
@@ -388,6 +532,8 @@ def _sample(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     definition = _read_definition(args.network)
+    if definition is not None:
+        check_text_input(definition, args.network)
     if definition is None or not has_vocab_placeholder(definition):
         Network.from_def(args.network).summary()
         return 0
@@ -447,7 +593,7 @@ def _predict(args: argparse.Namespace) -> int:
     if broken:
         raise ValueError(f"{weights}: {broken[0]} holds NaN or infinite values")
     _check_classifier(net)
-    x, y = fashion_mnist(args.split, _data_dir(args.data))
+    x, y = fashion_mnist(args.split, _image_data(args.data, args.network))
     predicted = np.concatenate(
         [
             np.argmax(net.forward(x[i : i + args.batch_size]), axis=1)
@@ -490,8 +636,10 @@ def _parser() -> argparse.ArgumentParser:
         "train", help="train a network on Fashion-MNIST, or a character model on text"
     )
     train.add_argument("network", help="network definition (JSON file)")
-    train.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
-    train.add_argument("--epochs", type=EPOCHS, default=3)
+    train.add_argument("--data", help=DATA_HELP)
+    train.add_argument(
+        "--epochs", type=EPOCHS, default=3, help="epochs in all (with --resume, the run's included)"
+    )
     train.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default="adam")
     train.add_argument("--lr", type=float, default=1e-3)
     train.add_argument("--momentum", type=float, default=0.0, help="SGD momentum")
@@ -501,7 +649,16 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     train.add_argument("--seed", type=SEED, default=0, help="initialisation and shuffling")
     train.add_argument("--out", default="runs/latest", help="run folder (new, or empty)")
-    train.add_argument("--overwrite", action="store_true", help="replace the run already in --out")
+    replace = train.add_mutually_exclusive_group()
+    replace.add_argument(
+        "--overwrite", action="store_true", help="replace the run already in --out"
+    )
+    replace.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its last checkpoint up to --epochs in all "
+        "(repeat its definition and settings)",
+    )
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument(
         "--nproc",
@@ -521,7 +678,13 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("folder", metavar="RUN", help="run folder of a text `verjus train`")
     sample.add_argument("--prompt", default="", help="the text to continue")
     sample.add_argument("--chars", type=EPOCHS, default=200, help="characters to generate")
-    sample.add_argument("--temperature", type=float, default=1.0)
+    sample.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="sharpens (below 1) or flattens (above 1) the distribution; 0: the most likely "
+        "character each step",
+    )
     sample.add_argument("--seed", type=SEED, default=None)
     sample.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     sample.set_defaults(run=_sample)
@@ -542,7 +705,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         help="weights.safetensors or a run folder (none when the first argument is a run folder)",
     )
-    predict.add_argument("--data", default="fashion-mnist", help=DATA_HELP)
+    predict.add_argument("--data", default="fashion-mnist", help=IMAGE_DATA.removeprefix("--data "))
     predict.add_argument("--split", choices=("train", "test"), default="test")
     predict.add_argument("--batch-size", type=BATCH_SIZE, default=1000)
     predict.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")

@@ -23,13 +23,11 @@ import numpy.typing as npt
 from verjus import _verjus
 from verjus._config import dumps_finite
 from verjus._sequences import check_lengths, is_ragged, pad
+from verjus._verjus import DEFINITION_FILE, MAX_JSON_BYTES, WEIGHTS_FILE
 from verjus.nn import Graph, Sequential
 
 __all__ = ["DEFINITION_FILE", "WEIGHTS_FILE", "Network", "Stepper"]
 
-DEFINITION_FILE = "network.json"
-MAX_DEFINITION_BYTES = 64 << 20  # as the Rust side's cap on a checkpoint's JSON files
-WEIGHTS_FILE = "weights.safetensors"
 WHOLE_DEFINITION = "network definition"  # names a setting outside any layer
 
 Definition = Mapping[str, Any] | str | os.PathLike[str] | Sequential | Graph
@@ -50,7 +48,7 @@ def _definition_json(definition: Definition) -> tuple[str, Path | None]:
             path = path / DEFINITION_FILE
         try:
             is_file, size = path.is_file(), path.stat().st_size
-            if is_file and size <= MAX_DEFINITION_BYTES:
+            if is_file and size <= MAX_JSON_BYTES:
                 # utf-8-sig: editors on Windows start UTF-8 files with a byte-order mark.
                 return path.read_text(encoding="utf-8-sig"), path
         except OSError as e:
@@ -63,7 +61,7 @@ def _definition_json(definition: Definition) -> tuple[str, Path | None]:
             raise OSError(f"{path}: cannot read the network definition: not a regular file")
         raise ValueError(
             f"{path}: {size} bytes, more than a network definition may hold "
-            f"({MAX_DEFINITION_BYTES >> 20} MiB)"
+            f"({MAX_JSON_BYTES >> 20} MiB)"
         )
     if isinstance(definition, str):
         return definition, None
@@ -163,17 +161,20 @@ class Network:
     def layers(self) -> list[dict[str, Any]]:
         """One dict per leaf layer, in execution order: ``path``, ``kind``,
         ``inputs``, ``input_shapes``, ``output_shape``, ``params`` (``(name, shape)``
-        pairs), ``shares`` and ``live``."""
+        pairs), ``shares``, ``live`` and ``sequence`` (a time axis after the batch)."""
         return self._native.descriptors()
 
     def summary(self, *, print_fn: Any = print) -> str:
         """A table of the layers, their output shapes and parameter counts; printed
-        with ``print_fn`` (``None`` to only return it)."""
+        with ``print_fn`` (``None`` to only return it). Shapes are
+        ``(batch, ...)``, and ``(batch, time, ...)`` for a sequence; the inputs
+        line gives each input's dtype (``int32`` token ids, or ``float32``)."""
+        sequences = self._layer_sequences()
         rows = [("layer", "type", "output shape", "params")]
         for d in self.layers():
             count = 0 if d["shares"] else sum(int(np.prod(shape)) for _, shape in d["params"])
             params = f"shared with {d['shares']}" if d["shares"] else f"{count:,}"
-            shape = "(batch, " + ", ".join(str(s) for s in d["output_shape"]) + ")"
+            shape = _shape_text(("batch",), sequences[d["path"]], d["output_shape"])
             rows.append((str(d["path"]), str(d["kind"]), shape, params))
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         rule = "-" * (sum(widths) + 6)
@@ -182,7 +183,10 @@ class Network:
             cells = [row[i].ljust(widths[i]) for i in range(3)] + [row[3].rjust(widths[3])]
             return "  ".join(cells)
 
-        inputs = ", ".join(f"{n} {tuple(s)}" for n, s in self.inputs)
+        inputs = ", ".join(
+            f"{name} {_shape_text(('batch',), seq, unit)} {dtype}"
+            for (name, seq, dtype), (_, unit) in zip(self._input_kinds(), self.inputs, strict=True)
+        )
         text = "\n".join(
             [f"inputs: {inputs}", rule, line(rows[0]), rule]
             + [line(r) for r in rows[1:]]
@@ -191,6 +195,12 @@ class Network:
         if print_fn is not None:
             print_fn(text)
         return text
+
+    def _layer_sequences(self) -> dict[str, bool]:
+        """Whether each input and each layer's output (by path) has a time axis."""
+        sequences = {name: seq for name, seq, _ in self._input_kinds()}
+        sequences.update((d["path"], d["sequence"]) for d in self.layers())
+        return sequences
 
     # -- inference ---------------------------------------------------------------
 
@@ -322,12 +332,26 @@ class Network:
         self._native.load_weights(os.fspath(path), strict)
 
     def __repr__(self) -> str:
-        ins = ", ".join(f"{n}{s}" for n, s in self.inputs)
-        outs = ", ".join(f"{n}{s}" for n, s in self.outputs)
+        ins = ", ".join(
+            name + _shape_text((), seq, unit) + ("" if dtype == "float32" else f" {dtype}")
+            for (name, seq, dtype), (_, unit) in zip(self._input_kinds(), self.inputs, strict=True)
+        )
+        outs = ", ".join(
+            name + _shape_text((), seq, unit)
+            for (name, unit), seq in zip(self.outputs, self._native.sequence_outputs(), strict=True)
+        )
         return (
             f"Network(inputs=[{ins}], outputs=[{outs}], "
             f"parameters={self.parameter_count():,}, device={self.device!r})"
         )
+
+
+def _shape_text(lead: tuple[str, ...], sequence: bool, unit: Any) -> str:
+    """A shape as ``(batch, time, 256)``: the ``lead`` axes, ``time`` for a
+    sequence, then the unit shape (a tuple's own look when one item is left:
+    ``(4,)``)."""
+    items = [*lead, *(("time",) if sequence else ()), *(str(n) for n in unit)]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 class Stepper:

@@ -15,8 +15,10 @@ one line per epoch on stdout (``verbose=0`` turns it off).
 it would have (network, weights, solver moments and step counts, schedule
 position, dropout stream position) as one folder, replaced atomically;
 ``Trainer.resume(folder)`` continues it, bit for bit on the CPU. ``fit``
-draws each epoch's shuffle from ``seed + epoch``, so a run resumed at an
-epoch boundary continues with ``fit(..., seed=seed + epochs_done)``.
+draws each epoch's shuffle from ``seed`` and the epoch's number, so a run
+resumed at an epoch boundary continues with ``fit(..., epochs=epochs,
+initial_epoch=epochs_done)`` (as Keras names them): the same batches as a run
+never stopped.
 """
 
 from __future__ import annotations
@@ -289,6 +291,7 @@ class Trainer:
         *,
         lengths: npt.ArrayLike | None = None,
         epochs: int = 1,
+        initial_epoch: int = 0,
         batch_size: int = 32,
         validation_data: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
         shuffle: bool = True,
@@ -298,8 +301,11 @@ class Trainer:
         callbacks: Sequence[Callback | Callable[[Trainer, Mapping[str, float]], object]] = (),
         eval_batch_size: int = 1000,
     ) -> History:
-        """Trains for ``epochs`` passes over ``(x, y)`` in minibatches of ``batch_size``
-        (the last may be short), reshuffled each epoch from ``seed`` when ``shuffle``.
+        """Trains epochs ``initial_epoch + 1`` to ``epochs`` over ``(x, y)`` in
+        minibatches of ``batch_size`` (the last may be short), reshuffled each
+        epoch from ``seed`` and the epoch's number when ``shuffle``: a resumed
+        run (``Trainer.resume``) that gives the epochs it has done as
+        ``initial_epoch`` trains the batches an uninterrupted run would.
         After each epoch it evaluates ``validation_data``, prints one line (unless
         ``verbose=0``) and calls the callbacks::
 
@@ -321,10 +327,11 @@ class Trainer:
         also given in bits (``train_bpc``, ``val_bpc``: bits per character for
         a character model); every example needs a frame. Gradient-norm
         clipping is the optimizer's ``clip_norm``."""
-        if epochs < 0 or batch_size <= 0 or eval_batch_size <= 0:
+        if epochs < 0 or initial_epoch < 0 or batch_size <= 0 or eval_batch_size <= 0:
             raise ValueError(
-                "fit: need epochs >= 0, batch_size > 0 and eval_batch_size > 0, got "
-                f"{epochs}, {batch_size} and {eval_batch_size}"
+                "fit: need epochs >= 0, initial_epoch >= 0, batch_size > 0 and "
+                f"eval_batch_size > 0, got {epochs}, {initial_epoch}, {batch_size} and "
+                f"{eval_batch_size}"
             )
         hooks = [c if isinstance(c, Callback) else _FunctionCallback(c) for c in callbacks]
         if isinstance(x, TextBatcher) or self.network.takes_sequences:
@@ -339,6 +346,7 @@ class Trainer:
                 train,
                 validation,
                 epochs=epochs,
+                initial_epoch=initial_epoch,
                 shuffle=shuffle,
                 seed=seed,
                 progress=progress,
@@ -363,7 +371,7 @@ class Trainer:
         self.stop_training = False
         steps = -(-len(data) // batch_size)
         main = distributed.is_main_process()
-        for epoch in range(1, epochs + 1):
+        for epoch in range(initial_epoch + 1, epochs + 1):
             bar = _Progress(steps, f"epoch {epoch}/{epochs}", progress and main)
 
             def on_step(examples: int, loss: float, bar: _Progress = bar) -> None:

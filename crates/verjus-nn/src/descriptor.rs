@@ -46,4 +46,8 @@ pub struct Descriptor {
     /// Whether some network output depends on this layer (layers that feed no
     /// output are never computed and their parameter gradients stay zero).
     pub live: bool,
+    /// Whether the output has a time axis (`[batch, time] + output_shape`):
+    /// a layer's output is a sequence when one of its inputs is, except after
+    /// a time reduction.
+    pub sequence: bool,
 }

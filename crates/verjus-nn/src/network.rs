@@ -193,6 +193,7 @@ impl Network {
                     .collect(),
                 shares: leaf.share.map(|o| flat.leaves[o].path.clone()),
                 live: live[t],
+                sequence: value_seq[n_in + t],
             });
             nodes.push(Node {
                 layer: b.layer,

@@ -11,6 +11,7 @@
 //!   share one model (`shared.rs`);
 //! - `collective.rs`: data-parallel collectives through a Python communicator
 //!   (mpi4py);
+//! - `constants.rs`: run-folder file names and caps shared with Python;
 //! - `config.rs`: optimizer and schedule settings checked when made;
 //! - `device.rs`: device names, and host transfers around a computation;
 //! - `convert.rs`: numpy arrays in (read in place when they can be) and out;
@@ -26,6 +27,7 @@
 
 mod collective;
 mod config;
+mod constants;
 mod convert;
 mod data;
 mod dataset;
@@ -125,6 +127,7 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // it is imported here, with the module.
     numpy::PyArray1::<f32>::zeros(m.py(), 0, false);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    constants::register(m)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;

@@ -38,6 +38,7 @@ struct DescriptorData {
     params: Vec<(String, Vec<usize>)>,
     shares: Option<String>,
     live: bool,
+    sequence: bool,
 }
 
 impl Network {
@@ -201,7 +202,8 @@ impl Network {
     /// One dict per leaf layer in execution order, with keys ``path`` (str),
     /// ``kind`` (str), ``inputs`` (list[str]), ``input_shapes``
     /// (list[list[int]]), ``output_shape`` (list[int]), ``params`` (list of
-    /// ``(name, shape)``), ``shares`` (str | None) and ``live`` (bool).
+    /// ``(name, shape)``), ``shares`` (str | None), ``live`` (bool) and
+    /// ``sequence`` (bool: the output has a time axis after the batch axis).
     ///
     /// :rtype: list[dict[str, object]]
     fn descriptors<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
@@ -222,6 +224,7 @@ impl Network {
                         .collect(),
                     shares: d.shares.clone(),
                     live: d.live,
+                    sequence: d.sequence,
                 })
                 .collect::<Vec<_>>())
         })?;
@@ -236,6 +239,7 @@ impl Network {
                 dict.set_item("params", d.params)?;
                 dict.set_item("shares", d.shares)?;
                 dict.set_item("live", d.live)?;
+                dict.set_item("sequence", d.sequence)?;
                 Ok(dict)
             })
             .collect()

@@ -96,7 +96,8 @@ belongs (``rf.LSTM(4, 6)``, ``axis=-1``) is a TypeError naming the argument
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
-run where their operands are. ``loss.backward()`` fills ``param.grad``;
+run where their operands are. ``loss.backward()`` fills ``param.grad`` (once per
+loss, as PyTorch; ``backward(retain_graph=True)`` allows another);
 ``gradient(y, x)`` gives ``dy/dx`` without it.
 """
 

@@ -85,10 +85,21 @@ def ctc_loss(
     max_approx: bool = False,
     use_native_op: bool | None = None,
     label_loop: bool = True,
+    zero_infinity: bool = True,
 ) -> Tensor:
     """The CTC loss per batch entry (the native ``ctc_loss``; see its docs), after
     broadcasting: ``logits`` and ``targets`` may each have batch dims the other
     lacks (RETURNN's), the result is over all of them.
+
+    A target that no alignment to its frames produces (longer than the input,
+    counting a blank between repeated labels) has the loss ``inf``. With
+    ``zero_infinity`` (the default) that loss and its gradient are 0 instead:
+    RETURNN's value, as each of its backends asks for it
+    (``torch.nn.functional.ctc_loss(..., zero_infinity=True)`` on PyTorch, its
+    own op's ``zero_infinity=True`` on TensorFlow), so one impossible sequence
+    does not make a batch's summed loss (and the scores of an epoch) ``inf``.
+    ``zero_infinity=False`` keeps the ``inf`` (PyTorch's default), with a zero
+    gradient for the entry.
 
     :param logits: ``{batch dims..., input_spatial_dim, classes}``
     :param logits_normalized: the logits are log-probabilities already
@@ -99,12 +110,15 @@ def ctc_loss(
     :param max_approx: Viterbi: the best alignment instead of the sum
     :param use_native_op: accepted for RETURNN; there is one op
     :param label_loop: must be True (standard CTC)
+    :param zero_infinity: an impossible target's loss is 0 (True, RETURNN's) or
+        ``inf`` (False); its gradient is 0 either way. As PyTorch's option, which
+        zeroes only infinite losses (a NaN from NaN logits stays)
     :return: the losses over the batch dims
     """
     logits, targets, _ = _broadcast(
         "ctc_loss", logits, targets, input_spatial_dim, targets_spatial_dim
     )
-    return _verjus.rf_ctc_loss(
+    loss = _verjus.rf_ctc_loss(
         logits=logits,
         logits_normalized=logits_normalized,
         targets=targets,
@@ -115,6 +129,11 @@ def ctc_loss(
         use_native_op=use_native_op,
         label_loop=label_loop,
     )
+    if zero_infinity:
+        from verjus import rf
+
+        loss = rf.where(rf.is_infinite(loss), 0.0, loss)
+    return loss
 
 
 def _lengths(dim: Dim, batch_dims: Sequence[Dim], shape: Sequence[int]) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_lstm as _lstm
+from verjus._verjus import rf_single_step_dim as _single_step_dim
 from verjus.rf import init
 from verjus.rf.module import Module, Parameter
 
@@ -133,9 +134,18 @@ class LSTM(Module):
             broadcast)
         :param spatial_dim: the time dim (over a dynamic one each sequence runs
             to its own length, padding frames give 0 and the new state is each
-            sequence's at its last frame), or ``rf.single_step_dim``
-        :return: the output over ``{..., spatial_dim, out_dim}`` (``{...,
-            out_dim}`` for one step) and the new ``LstmState``
+            sequence's at its last frame), or ``rf.single_step_dim``: then a
+            dynamic (sequence) dim of the source that the state lacks is a
+            ValueError (it would run each frame as a sequence of its own from
+            the same state); a state over that dim runs each frame one step
+        :return: the output over ``[spatial_dim, ..., out_dim]`` (``[...,
+            out_dim]`` for one step), the other dims in the source's order, and
+            the new ``LstmState``. The order is RETURNN's (its PyTorch backend
+            returns ``[spatial_dim, batch dims..., out_dim]``, time-major like
+            ``torch.lstm``, whatever the source's order), kept so that code
+            reading RETURNN's raw layout ports unchanged; ops match dims, not
+            positions, and ``out.copy_transpose([batch_dim, time_dim,
+            out_dim]).numpy()`` gives a batch-major array
         """
         h = state.get("h") if isinstance(state, dict) else getattr(state, "h", None)
         c = state.get("c") if isinstance(state, dict) else getattr(state, "c", None)
@@ -144,6 +154,8 @@ class LSTM(Module):
         if self.in_dim not in source.dims:
             dims = ", ".join(d.name for d in source.dims)
             raise ValueError(f"rf.LSTM: input [{dims}] does not have in_dim {self.in_dim.name}")
+        if spatial_dim == _single_step_dim:
+            _check_single_step(source, h, c, self.in_dim)
         out, (new_h, new_c) = _lstm(
             source,
             state_h=h,
@@ -166,4 +178,28 @@ class LSTM(Module):
         return LstmState(
             h=_from_numpy(zeros, dims, "float32", False, None, self.out_dim),
             c=_from_numpy(zeros, dims, "float32", False, None, self.out_dim),
+        )
+
+
+def _check_single_step(source: Tensor, h: Tensor, c: Tensor, in_dim: Dim) -> None:
+    """For ``spatial_dim=rf.single_step_dim``: a ValueError when the source has a
+    dynamic (sequence) dim that the state lacks. The LSTM would take it as one
+    more batch dim, run every frame one step from the same state and return a
+    state over the frames: what passing a whole sequence where a frame belongs
+    does. RETURNN refuses a source dim that the state lacks too (an assertion in
+    its PyTorch backend); a state over the dim (RETURNN's way) is taken as meant.
+    Dims of unknown or static size are still broadcast, as over time."""
+    for d in source.dims:
+        if d == in_dim or not d.is_dynamic() or (d in h.dims and d in c.dims):
+            continue
+        dims = ", ".join(x.name for x in source.dims)
+        state_dims = ", ".join(x.name for x in h.dims)
+        raise ValueError(
+            f"rf.LSTM: spatial_dim=rf.single_step_dim runs one step, but the source "
+            f"[{dims}] has the sequence dim {d.name}, which the state [{state_dims}] "
+            f"lacks: each frame of {d.name} would run as a sequence of its own from the same "
+            f"state. Over the whole sequence, pass the Dim {d.name} as spatial_dim; "
+            f"for one step, give the step's frame without {d.name} (loop.unstack(x) "
+            f"in an rf.Loop, or the frame rf.scan gives its body); to step every frame from "
+            f"its own state, give a state over {d.name}"
         )

@@ -5,14 +5,14 @@ use super::{backend, PyDim};
 use crate::convert::to_numpy;
 use crate::error::to_py_err;
 use numpy::{Element as NpElement, PyReadonlyArrayDyn, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use std::borrow::Cow;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use verjus::core::Element;
 use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{fmt_dims, Dim, RfDType, RfTensor};
@@ -59,6 +59,9 @@ struct Content {
     /// The dim whose lengths this tensor is (`dim.dyn_size_ext`): assigning
     /// values to it binds the dim's sizes.
     size_of: Option<Dim>,
+    /// The values `backward` last ran from without `retain_graph` (a second
+    /// run from them is refused; new values are another pointer).
+    backward_ran: Option<Weak<RfTensor>>,
 }
 
 impl Content {
@@ -107,6 +110,7 @@ impl From<RfTensor> for PyTensor {
             template: Meta::of_nothing(t.dtype()),
             value: Some(Arc::new(t)),
             size_of: None,
+            backward_ran: None,
         }))
     }
 }
@@ -119,6 +123,7 @@ impl PyTensor {
             value: None,
             template: meta,
             size_of,
+            backward_ran: None,
         }))
     }
 
@@ -430,9 +435,33 @@ impl PyTensor {
 
     /// Backpropagates from this one-element tensor: adds ``d self / d p`` to
     /// the ``grad`` of every leaf ``p`` it depends on (parameters).
-    fn backward(&self, py: Python<'_>) -> PyResult<()> {
-        let var = self.value()?.var().clone();
-        py.detach(move || var.backward()).map_err(to_py_err)
+    ///
+    /// As PyTorch's, it runs once per tensor: a second ``backward()`` from the
+    /// same tensor would add the same gradients again (PyTorch has freed the
+    /// graph by then), so it is a ``RuntimeError``; ``retain_graph=True``
+    /// allows the next run, whose gradients add to the first's. (The tape
+    /// keeps the graph: other tensors computed from it are unaffected.)
+    ///
+    /// :param bool retain_graph: allow another ``backward`` from this tensor
+    #[pyo3(signature = (*, retain_graph = false))]
+    fn backward(&self, py: Python<'_>, retain_graph: bool) -> PyResult<()> {
+        let value = self.shared()?;
+        let ran = self.read().backward_ran.as_ref().and_then(Weak::upgrade);
+        if ran.is_some_and(|ran| Arc::ptr_eq(&ran, &value)) {
+            return Err(PyRuntimeError::new_err(format!(
+                "backward: {} already ran backward, and a second run would add the same \
+                 gradients to .grad again (PyTorch refuses it too: its graph is freed). For a \
+                 new step compute the loss anew (after zero_grad); to backpropagate twice on \
+                 purpose, call the first backward(retain_graph=True)",
+                self.__repr__()
+            )));
+        }
+        let var = value.var().clone();
+        py.detach(move || var.backward()).map_err(to_py_err)?;
+        if !retain_graph {
+            self.write().backward_ran = Some(Arc::downgrade(&value));
+        }
+        Ok(())
     }
 
     /// The gradient accumulated by ``backward`` (leaves only), with this

@@ -44,6 +44,7 @@ from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_full_like as _full_like
 from verjus._verjus import rf_where as _where
 from verjus.rf.array_ import gather
+from verjus.rf.loop.functional import check_max_seq_len, read_max_seq_len
 from verjus.rf.tensor_array import TensorArray, masked_stack
 
 __all__ = ["Loop", "LoopOutput", "stepping_loops"]
@@ -118,7 +119,8 @@ class Loop:
         each entry to its own length); by default the dim of the first
         ``unstack``, or none: then ``end`` (per entry) or ``max_seq_len`` ends
         the loop
-    :param max_seq_len: at most this many steps (an int or a scalar Tensor)
+    :param max_seq_len: at most this many steps (an int >= 0 or a scalar int
+        Tensor; a negative one is a ValueError, anything else a TypeError)
     :param name: names the loop in errors and its new dim
     """
 
@@ -129,10 +131,8 @@ class Loop:
         max_seq_len: int | Tensor | None = None,
         name: str = "loop",
     ) -> None:
-        if isinstance(max_seq_len, int) and max_seq_len < 0:
-            raise ValueError(f"Loop {name}: max_seq_len must be >= 0, got {max_seq_len}")
         self.name = name
-        self.max_seq_len = max_seq_len
+        self.max_seq_len = check_max_seq_len(f"Loop {name}", max_seq_len)
         self._axis = axis
         self._step: int | None = None  # the step whose body runs now
         self._state = "new"  # new -> open -> iterating -> done
@@ -194,11 +194,7 @@ class Loop:
         self._finish(i)
 
     def _more(self, i: int) -> bool:
-        limit = self.max_seq_len
-        if isinstance(limit, Tensor):
-            limit = self.max_seq_len = int(limit.numpy())
-            if limit < 0:
-                raise ValueError(f"Loop {self.name}: max_seq_len must be >= 0, got {limit}")
+        limit = self.max_seq_len = read_max_seq_len(f"Loop {self.name}", self.max_seq_len)
         if limit is not None and i >= limit:
             return False
         if self._axis is not None:

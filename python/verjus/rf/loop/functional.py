@@ -16,6 +16,7 @@ with those lengths.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +93,40 @@ def _assert_same_structure(what: str, a: Any, b: Any, path: str = "") -> None:
             f"{what}: at {path or 'the top'}, expected a {type(a).__name__}, "
             f"got a {type(b).__name__}"
         )
+
+
+def check_max_seq_len(who: str, value: Any) -> int | Tensor | None:
+    """``max_seq_len`` as given (None, or a scalar int Tensor, read when the loop
+    runs: see ``read_max_seq_len``) or as an int. A negative int is a ValueError
+    and anything else a TypeError, each naming ``who`` and the argument (RETURNN
+    runs no step for a negative one: a count below 0 is always a mistake)."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        if value.dims or not value.dtype.startswith(("int", "uint")):
+            raise TypeError(
+                f"{who}: max_seq_len must be an int >= 0 or a scalar int Tensor, got {value!r}"
+            )
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{who}: max_seq_len must be an int >= 0 or a scalar int Tensor, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if value < 0:
+        raise ValueError(f"{who}: max_seq_len must be >= 0, got {value}")
+    return int(value)
+
+
+def read_max_seq_len(who: str, value: int | Tensor | None) -> int | None:
+    """The value of a ``check_max_seq_len`` result, a Tensor read on the host
+    (ValueError naming ``who`` if negative)."""
+    if not isinstance(value, Tensor):
+        return value
+    count = int(value.numpy())
+    if count < 0:
+        raise ValueError(f"{who}: max_seq_len must be >= 0, got {count} (a Tensor)")
+    return count
 
 
 def _bool_value(value: bool | Tensor) -> bool:
@@ -220,7 +255,9 @@ def scan(
     :param cond_dims: the dims of ``cond``'s result (read from it here)
     :param cond_before_body: True: ``while cond: body``; False: ``body`` first
         (each entry gets at least one frame)
-    :param max_seq_len: with ``cond``: at most this many steps
+    :param max_seq_len: with ``cond``: at most this many steps (an int >= 0 or
+        a scalar int Tensor; a negative one is a ValueError, where RETURNN runs
+        no step)
     :param return_tensor_arrays: True: each y as the ``rf.TensorArray`` of its
         frames (not stacked, so not masked), as RETURNN
     :return: ``(ys, final_state, spatial_dim)``: each y stacked over
@@ -229,6 +266,7 @@ def scan(
         Dim with each entry's number of steps (as RETURNN, the state of the
         step at which ``cond`` turned False is not kept)
     """
+    max_seq_len = check_max_seq_len("rf.scan", max_seq_len)
     if spatial_dim is None:
         if cond is None or xs is not None:
             raise ValueError("rf.scan: without spatial_dim, give cond (and no xs)")
@@ -279,8 +317,7 @@ def _scan_until(
 ) -> tuple[Any, Any, Dim]:
     """``scan`` without ``spatial_dim``: RETURNN's loop over ``(i, seq_len,
     prev_cond, state, ys)``, eagerly."""
-    if isinstance(max_seq_len, Tensor):
-        max_seq_len = int(max_seq_len.numpy())
+    max_seq_len = read_max_seq_len("rf.scan", max_seq_len)
     first = cond(None, initial)
     running = first if cond_before_body else _compare(_cast(first, "int32") * 0, "==", 0)
     seq_len = _cast(running, "int32") * 0
