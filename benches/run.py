@@ -9,6 +9,10 @@ same number of threads. Prints one table; ``--markdown FILE`` also writes it as
 Markdown after the machine, the date, the command and the library versions, for
 BENCHMARKS.md.
 
+The serving workloads ``{mlp,cnn}_serve_b{1,8,128}``: one request of that many
+examples to a ``Runner`` (a context made per request, as a server's call), against
+PyTorch's forward under ``torch.inference_mode()``.
+
 The network workloads: ``mlp_infer`` (forward in inference mode), ``mlp_step``,
 ``mlp_step_sgd`` and ``cnn_step`` (zero_grad, forward, softmax cross-entropy,
 backward, optimizer step on one random batch of 128). With ``--epochs``, also

@@ -119,6 +119,14 @@ pub fn infer(net: Net, batch: usize, be: BackendRef) -> Result<Runner> {
     Ok(Box::new(move || net.compute_output(&*be, &mut ctx, &[&x])))
 }
 
+/// A request to a [`verjus_nn::Runner`] serving the network: what a server's
+/// call costs, a context made for each request included.
+pub fn serve(net: Net, batch: usize, be: BackendRef) -> Result<Runner> {
+    let runner = verjus_nn::Runner::new(net.build(&be)?, BackendRef::clone(&be))?;
+    let (x, _) = random_batch(&be, batch)?;
+    Ok(Box::new(move || runner.infer(&[&x]).map(drop)))
+}
+
 /// Why the epoch workloads cannot run here: no Fashion-MNIST directory.
 pub fn missing_dataset() -> Option<String> {
     let dir = data_dir(None);

@@ -48,6 +48,9 @@ pub enum Op {
     },
     /// The forward pass of `net` in inference mode (see [`nets::infer`]).
     Infer { net: Net, batch: usize },
+    /// A request of `batch` examples to a `Runner` serving `net` (see
+    /// [`nets::serve`]); PyTorch's side is its `inference_mode` forward.
+    Serve { net: Net, batch: usize },
     /// One Fashion-MNIST training epoch of `net` (see [`nets::epoch`]); timed
     /// once, not repeated.
     Epoch {
@@ -107,6 +110,10 @@ fn named(name: &str, op: Op) -> Workload {
         name: name.into(),
         op,
     }
+}
+
+fn serve(name: &str, net: Net, batch: usize) -> Workload {
+    named(name, Op::Serve { net, batch })
 }
 
 fn step(name: &str, net: Net, opt: Optimizer) -> Workload {
@@ -227,6 +234,12 @@ pub fn all(epochs: bool) -> Vec<Workload> {
             },
         ),
         step("mlp_step", Net::Mlp, Optimizer::Adam),
+        serve("mlp_serve_b1", Net::Mlp, 1),
+        serve("mlp_serve_b8", Net::Mlp, 8),
+        serve("mlp_serve_b128", Net::Mlp, BATCH),
+        serve("cnn_serve_b1", Net::Cnn, 1),
+        serve("cnn_serve_b8", Net::Cnn, 8),
+        serve("cnn_serve_b128", Net::Cnn, BATCH),
         named(
             "mlp_adam_update",
             Op::Update {
@@ -297,6 +310,7 @@ impl Workload {
             Op::TrainStep { .. }
             | Op::Update { .. }
             | Op::Infer { .. }
+            | Op::Serve { .. }
             | Op::Epoch { .. }
             | Op::SeqNet(_) => return None,
         })
@@ -363,7 +377,9 @@ impl Workload {
                 merge(&mut line, opt.describe());
                 line
             }
-            Op::Infer { net, batch } => json!({"op": "infer", "net": net.file(), "batch": batch}),
+            Op::Infer { net, batch } | Op::Serve { net, batch } => {
+                json!({"op": "infer", "net": net.file(), "batch": batch})
+            }
             Op::Epoch { net, opt, batch } => {
                 let mut line = json!({"op": "train_epoch", "net": net.file(), "batch": batch,
                                       "data_dir": nets::dataset_dir()});
@@ -426,6 +442,7 @@ impl Workload {
             Op::TrainStep { net, opt, batch } => nets::train_step(net, opt, batch, be),
             Op::Update { net, opt, batch } => nets::update(net, opt, batch, be),
             Op::Infer { net, batch } => nets::infer(net, batch, be),
+            Op::Serve { net, batch } => nets::serve(net, batch, be),
             Op::Epoch { net, opt, batch } => nets::epoch(net, opt, batch, be),
             Op::Lstm(ref lstm) => lstm.prepare(be),
             Op::SeqNet(net) => net.prepare(be),
