@@ -437,6 +437,19 @@ impl Context {
         Ok(())
     }
 
+    /// Copies of the outputs of the last forward pass (the context keeps its own).
+    pub(crate) fn copy_outputs(&self, be: &dyn Backend) -> Result<Vec<Tensor>> {
+        self.outputs
+            .iter()
+            .map(|&v| {
+                let value = &self.values[v];
+                let mut copy = ops::output(be, value.shape(), value.dtype())?;
+                ops::copy(be, value, &mut copy)?;
+                Ok(copy)
+            })
+            .collect()
+    }
+
     pub(crate) fn into_outputs(self, be: &dyn Backend) -> Result<Vec<Tensor>> {
         let mut values: Vec<Option<Tensor>> = self.values.into_iter().map(Some).collect();
         let mut out: Vec<Tensor> = Vec::with_capacity(self.outputs.len());

@@ -24,18 +24,84 @@
 //!
 //! The static graph makes this cheap and safe: a [`Network`] holds no
 //! per-invocation state, so one instance serves every thread, each call with a
-//! context of its own.
+//! context of its own. The contexts are kept between calls (one per request
+//! served at the same time, resized to each request's batch within their
+//! capacity), since making one allocates every buffer of the network: an MLP
+//! request of one example took 0.46 ms with a new context each call, about
+//! PyTorch's 0.21 ms with a kept one (see BENCHMARKS.md, serving).
 
+use crate::context::Context;
 use crate::network::Network;
 use std::path::Path;
-use std::sync::{Arc, RwLock};
-use verjus_core::{BackendRef, Error, Result, Tensor};
+use std::sync::{Arc, Mutex, RwLock};
+use verjus_core::{Backend, BackendRef, Error, Result, Tensor};
 
-/// The network being served and its generation (0 for the first, +1 per swap).
+/// Requests of more examples than this run on a context of their own, not
+/// kept: one huge request does not leave every kept context that large.
+const KEPT_BATCH: usize = 4096;
+
+/// The network being served and its generation (0 for the first, +1 per swap),
+/// with the contexts its requests run on.
 #[derive(Debug)]
 pub struct Served {
     pub network: Network,
     pub generation: u64,
+    contexts: Mutex<Vec<Context>>,
+}
+
+impl Served {
+    fn new(network: Network, generation: u64) -> Served {
+        Served {
+            network,
+            generation,
+            contexts: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The outputs of one request, computed on a kept context (or a new one,
+    /// kept afterwards unless the request failed or was too large).
+    fn run(
+        &self,
+        be: &dyn Backend,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<Vec<Tensor>> {
+        let batch = inputs
+            .first()
+            .and_then(|t| t.dims().first().copied())
+            .unwrap_or(0);
+        let kept = self.kept().pop();
+        let mut ctx = match kept {
+            Some(ctx) => ctx,
+            None => self.network.new_context(be, batch)?,
+        };
+        let outputs = self.outputs(be, &mut ctx, inputs, lengths)?;
+        if batch <= KEPT_BATCH {
+            self.kept().push(ctx);
+        }
+        Ok(outputs)
+    }
+
+    fn outputs(
+        &self,
+        be: &dyn Backend,
+        ctx: &mut Context,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<Vec<Tensor>> {
+        self.network
+            .compute_output_with_lengths(be, ctx, inputs, lengths)?;
+        if lengths.is_some() {
+            ctx.clear_output_padding(be, &self.network)?;
+        }
+        ctx.copy_outputs(be)
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Context>> {
+        // A poisoned lock only means a thread panicked while holding it; the
+        // kept contexts are whole (a context is pushed only after it ran).
+        self.contexts.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Serves inference from a network that can be swapped at run time. See the
@@ -60,10 +126,7 @@ impl Runner {
         check_device(&network, &be)?;
         Ok(Runner {
             be,
-            current: RwLock::new(Arc::new(Served {
-                network,
-                generation: 0,
-            })),
+            current: RwLock::new(Arc::new(Served::new(network, 0))),
         })
     }
 
@@ -96,7 +159,7 @@ impl Runner {
     /// its outputs and the generation that computed them.
     pub fn infer(&self, inputs: &[&Tensor]) -> Result<(Vec<Tensor>, u64)> {
         let served = self.current();
-        let outputs = served.network.transform(&*self.be, inputs)?;
+        let outputs = served.run(&*self.be, inputs, None)?;
         Ok((outputs, served.generation))
     }
 
@@ -110,9 +173,7 @@ impl Runner {
         lengths: Option<&Tensor>,
     ) -> Result<(Vec<Tensor>, u64)> {
         let served = self.current();
-        let outputs = served
-            .network
-            .transform_with_lengths(&*self.be, inputs, lengths)?;
+        let outputs = served.run(&*self.be, inputs, lengths)?;
         Ok((outputs, served.generation))
     }
 
@@ -123,10 +184,7 @@ impl Runner {
         let mut slot = self.current.write().unwrap_or_else(|e| e.into_inner());
         check_compatible(&slot.network, &network)?;
         let generation = slot.generation + 1;
-        *slot = Arc::new(Served {
-            network,
-            generation,
-        });
+        *slot = Arc::new(Served::new(network, generation));
         Ok(generation)
     }
 

@@ -226,3 +226,47 @@ fn swap_from_and_watch_load_checkpoints_and_refuse_bad_ones() {
             .to_string()
     );
 }
+
+/// A character model for the kept-context test: a sequence in, one output per frame.
+const SEQ: &str = r#"{
+    "format_version": 3,
+    "inputs": [{"name": "ids", "shape": [null], "dtype": "int32"}],
+    "layers": [
+        {"name": "embed", "type": "Embedding", "vocab": 9, "dim": 4},
+        {"name": "rnn", "type": "LSTM", "hidden": 5},
+        {"name": "fc", "type": "Linear", "out_features": 9}
+    ]
+}"#;
+
+#[test]
+fn kept_contexts_serve_requests_of_any_size_as_fresh_ones() {
+    let be = NativeBackend::new();
+    let runner = Runner::new(build(MLP, 1), backend()).unwrap();
+    for (batch, seed) in [(5, 1), (2, 2), (7, 3), (1, 4), (5, 5)] {
+        let x = rand_tensor(&be, &[batch, 12], seed);
+        let (out, _) = runner.infer(&[&x]).unwrap();
+        assert_eq!(
+            host(&be, &out[0]),
+            outputs_of(&build(MLP, 1), &x),
+            "batch {batch}"
+        );
+    }
+    // Sequences: a long request, then shorter ones with lengths below their
+    // padded length (frames of the earlier request must not show through).
+    let net = build(SEQ, 2);
+    let runner = Runner::new(build(SEQ, 2), backend()).unwrap();
+    for (batch, time, lens) in [
+        (3, 6, vec![6, 2, 5]),
+        (2, 4, vec![1, 4]),
+        (3, 2, vec![2, 1, 2]),
+    ] {
+        let ids: Vec<i32> = (0..batch * time).map(|i| (i * 7 % 9) as i32).collect();
+        let ids = Tensor::from_vec([batch, time], ids).unwrap();
+        let lengths = Tensor::from_vec([batch], lens.clone()).unwrap();
+        let (out, _) = runner.infer_with_lengths(&[&ids], Some(&lengths)).unwrap();
+        let fresh = net
+            .transform_with_lengths(&be, &[&ids], Some(&lengths))
+            .unwrap();
+        assert_eq!(host(&be, &out[0]), host(&be, &fresh[0]), "lengths {lens:?}");
+    }
+}
