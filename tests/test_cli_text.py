@@ -90,3 +90,40 @@ def test_info_of_a_text_definition_takes_the_vocabulary_size(capsys):
     # Embedding 50 x 64 and the output Linear 256 -> 50 (weights and bias).
     assert "3,200" in out
     assert "12,850" in out
+
+
+def _run_with_epochs0(tmp_path) -> Path:
+    net = tmp_path / "lm.json"
+    net.write_text(json.dumps(NET))
+    out = tmp_path / "run"
+    assert main(["train", str(net), "--epochs", "0", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_the_vocabulary_is_in_the_checkpoints_manifest(tmp_path, fortunes, capsys):
+    """An edited ``vocab.json`` of the same size (two characters swapped) would
+    print garbage; it is refused by the manifest's checksum, naming the file."""
+    out = _run_with_epochs0(tmp_path)
+    manifest = json.loads((out / "checkpoint.json").read_text())
+    assert "vocab.json" in manifest["files"]
+    vocab = json.loads((out / "vocab.json").read_text())
+    vocab["chars"][0], vocab["chars"][1] = vocab["chars"][1], vocab["chars"][0]
+    (out / "vocab.json").write_text(json.dumps(vocab, indent=2) + "\n")
+    assert main(["sample", str(out), "--prompt", "the", "--chars", "3"]) == 1
+    assert "vocab.json" in capsys.readouterr().err
+
+
+def test_a_vocabulary_of_another_size_is_refused_by_name(tmp_path, fortunes, capsys):
+    """A run saved before vocabularies were listed (its vocab.json unchecked)
+    with another run's vocabulary: the sizes name the mismatch."""
+    out = _run_with_epochs0(tmp_path)
+    manifest = json.loads((out / "checkpoint.json").read_text())
+    del manifest["files"]["vocab.json"]
+    (out / "checkpoint.json").write_text(json.dumps(manifest, indent=1))
+    vocab = json.loads((out / "vocab.json").read_text())
+    vocab["chars"] = vocab["chars"][:-2]
+    (out / "vocab.json").write_text(json.dumps(vocab, indent=2) + "\n")
+    assert main(["sample", str(out), "--prompt", "the", "--chars", "3"]) == 1
+    err = capsys.readouterr().err
+    assert "vocab.json" in err
+    assert "not this model's" in err

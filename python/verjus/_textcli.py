@@ -155,6 +155,21 @@ def batchers(
     return TextBatcher(train, vocab, batch_size=batch_size), val
 
 
+def _check_vocab_fits(net: Any, vocab: CharVocab, path: Path) -> None:
+    """The network reads and scores ``vocab.size`` symbols (its Embedding's
+    vocabulary and its output), or ``path`` is not its vocabulary."""
+    sizes = {d["path"]: d["params"][0][1][0] for d in net.layers() if d["kind"] == "Embedding"}
+    (_, unit), *_ = net.outputs
+    wrong = [f"{p} reads {n}" for p, n in sizes.items() if n != vocab.size]
+    if list(unit) != [vocab.size]:
+        wrong.append(f"the output scores {list(unit)}")
+    if wrong:
+        raise ValueError(
+            f"{path}: {vocab.size} symbols, but the network's {', '.join(wrong)}: "
+            "the vocabulary is not this model's"
+        )
+
+
 def sample_text(
     run: str | os.PathLike[str],
     prompt: str,
@@ -179,8 +194,9 @@ def sample_text(
         raise ValueError(
             f"--temperature must be a number >= 0 (0: the most likely character), got {temperature}"
         )
-    vocab = CharVocab.load(vocab_path)
+    vocab = CharVocab.from_run(folder)
     net = Network.load(folder, device=device)
+    _check_vocab_fits(net, vocab, vocab_path)
     unknown = sorted({c for c in prompt if c not in vocab.chars})
     if unknown:
         raise ValueError(f"--prompt: {unknown[0]!r} is not in the model's vocabulary")

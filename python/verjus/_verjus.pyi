@@ -353,12 +353,15 @@ class Trainer:
         :return: the global batch's mean loss
         :rtype: float
         """
-    def save_checkpoint(self, folder: str) -> None:
+    def save_checkpoint(self, folder: str, vocab: CharVocab | None = None) -> None:
         """Saves network, weights, solver state, loss, step and dropout stream
         position as the folder ``folder``, replacing it atomically; other files
-        in it are kept.
+        in it are kept. A character model's ``vocab`` is saved with them
+        (``vocab.json``, listed in the checkpoint's manifest: read it back with
+        ``CharVocab.from_run``).
 
         :param str folder: the checkpoint folder
+        :param CharVocab | None vocab: the vocabulary of a character model
         """
     def solver_json(self) -> str:
         """The solver's configuration (not its state) as JSON.
@@ -1985,6 +1988,16 @@ class CharVocab:
         an ``OSError`` naming it.
 
         :param str path: the JSON file (or an ``os.PathLike``)
+        :rtype: CharVocab
+        """
+    @staticmethod
+    def from_run(folder: str) -> CharVocab:
+        """The vocabulary of the character model saved in the run folder
+        ``folder``, checked against the checkpoint's manifest: a ``vocab.json``
+        edited or copied from another run is an ``OSError`` naming it (a run
+        saved before vocabularies were listed is read unchecked).
+
+        :param str folder: the run folder (or an ``os.PathLike``)
         :rtype: CharVocab
         """
     def save(self, path: str) -> None:

@@ -156,18 +156,25 @@ class _RunFolder(Callback):
     of a data-parallel run; the other ranks wait for its checkpoint)."""
 
     def __init__(
-        self, out: Path, title: str, total_epochs: int, earlier: list[dict], *, text: bool
+        self,
+        out: Path,
+        title: str,
+        total_epochs: int,
+        earlier: list[dict],
+        *,
+        vocab: CharVocab | None = None,
     ):
         self.out = out
         self.title = title
         self.total_epochs = total_epochs
         self.epochs = earlier  # the rows of the epochs before a --resume
-        self.text = text
+        self.vocab = vocab  # a character model's, saved with each checkpoint
+        self.text = vocab is not None
         self.plot_failed = False
 
     def on_epoch_end(self, trainer: Trainer, metrics: Mapping[str, float]) -> None:
         if not distributed.is_main_process():
-            trainer.save_checkpoint(self.out)  # a collective call: rank 0 writes
+            trainer.save_checkpoint(self.out, vocab=self.vocab)  # collective: rank 0 writes
             return
         if self.text:
             self._text_row(trainer, metrics)
@@ -212,7 +219,7 @@ class _RunFolder(Callback):
 
     def _write(self, trainer: Trainer) -> None:
         """The checkpoint, metrics.jsonl and curves.png, each replaced atomically."""
-        trainer.save_checkpoint(self.out)
+        trainer.save_checkpoint(self.out, vocab=self.vocab)
         lines = "".join(json.dumps(e) + "\n" for e in self.epochs)
         write_text_atomic(self.out / METRICS_FILE, lines)
         panels = BITS_PER_CHARACTER if self.text else LOSS_AND_ACCURACY
@@ -272,7 +279,9 @@ def _holding(out: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _run_folder(args: argparse.Namespace, out: Path, trainer: Trainer) -> Iterator[None]:
+def _run_folder(
+    args: argparse.Namespace, out: Path, trainer: Trainer, vocab: CharVocab | None = None
+) -> Iterator[None]:
     """The run folder while a run writes it: held (``_holding``), checked
     again, and for a new run without a replaced run's files and with the
     initial network and ``run.json`` (a folder that cannot be written fails
@@ -280,7 +289,7 @@ def _run_folder(args: argparse.Namespace, out: Path, trainer: Trainer) -> Iterat
     it; the other ranks write nothing."""
     if not distributed.is_main_process():
         if not args.resume:
-            trainer.save_checkpoint(out)  # a collective call: rank 0 writes
+            trainer.save_checkpoint(out, vocab=vocab)  # a collective call: rank 0 writes
         yield
         return
     with _holding(out):
@@ -288,7 +297,7 @@ def _run_folder(args: argparse.Namespace, out: Path, trainer: Trainer) -> Iterat
         if not args.resume:
             for name in RUN_FILES:
                 (out / name).unlink(missing_ok=True)
-            trainer.save_checkpoint(out)
+            trainer.save_checkpoint(out, vocab=vocab)
             write_text_atomic(out / SETTINGS_FILE, json.dumps(_settings(args), indent=1) + "\n")
         yield
 
@@ -444,7 +453,7 @@ def _train(args: argparse.Namespace) -> int:
     net.forward(x[:1])  # the data fits the network, before anything is written
     with _run_folder(args, out, trainer):
         title = f"{name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
-        run = _RunFolder(out, title, args.epochs, earlier, text=False)
+        run = _RunFolder(out, title, args.epochs, earlier)
         trainer.fit(
             x,
             y,
@@ -485,7 +494,7 @@ def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
             f"the network's output {name!r} has unit shape {list(unit)}, expected "
             f'[{vocab.size}] scores over the vocabulary (write "out_features": "vocab")'
         )
-    if args.resume and CharVocab.load(out / VOCAB_FILE).chars != vocab.chars:
+    if args.resume and CharVocab.from_run(out).chars != vocab.chars:
         raise ValueError(
             f"--resume: the characters of --data {args.data} are not those of the run's "
             f"{out / VOCAB_FILE}: the data changed since the run began"
@@ -499,11 +508,9 @@ def _train_text(args: argparse.Namespace, out: Path, definition: dict) -> int:
         f"{args.lr:g}, batch {args.batch_size}, clip norm {args.clip_norm}, "
         f"{_count(args.epochs, 'epoch')}, device {trainer.device}{_resumed(args, done)}"
     )
-    with _run_folder(args, out, trainer):
-        if not args.resume and distributed.is_main_process():
-            vocab.save(out / VOCAB_FILE)  # atomic; the checkpoint saves keep it
+    with _run_folder(args, out, trainer, vocab):
         title = f"{shown_name}, {args.optimizer} lr {args.lr:g}, batch {args.batch_size}"
-        run = _RunFolder(out, title, args.epochs, earlier, text=True)
+        run = _RunFolder(out, title, args.epochs, earlier, vocab=vocab)
         trainer.fit(
             train_batches,
             epochs=args.epochs,

@@ -219,13 +219,17 @@ class Trainer:
         """The device this trainer and its network compute on (``"cpu"``, ``"cuda:0"``...)."""
         return self._native.device
 
-    def save_checkpoint(self, folder: str | os.PathLike[str]) -> None:
+    def save_checkpoint(
+        self, folder: str | os.PathLike[str], *, vocab: _verjus.CharVocab | None = None
+    ) -> None:
         """Saves the training state as the folder ``folder``, replacing it
         atomically; files in it that are not the checkpoint's own (such as a
-        run's ``metrics.jsonl``) are kept. Data-parallel, rank 0 writes (the
-        replicas are equal) while the others wait for it."""
+        run's ``metrics.jsonl``) are kept. A character model's ``vocab`` is
+        saved with it, checked like the rest when read back
+        (``CharVocab.from_run``). Data-parallel, rank 0 writes (the replicas
+        are equal) while the others wait for it."""
         if distributed.is_main_process():
-            self._native.save_checkpoint(os.fspath(folder))
+            self._native.save_checkpoint(os.fspath(folder), vocab)
         distributed.barrier()
 
     @property

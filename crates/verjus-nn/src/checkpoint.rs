@@ -10,8 +10,10 @@
 //! A *training checkpoint* ([`Trainer::save_checkpoint`] / [`Trainer::resume`])
 //! adds `trainer.json` (solver settings, loss, schedule position = step,
 //! per-parameter step counts, dropout stream position) and
-//! `solver.safetensors` (the solver's moments, `{parameter}.{slot}`). A
-//! checkpoint is a network folder: `Network::load` reads one.
+//! `solver.safetensors` (the solver's moments, `{parameter}.{slot}`), and for
+//! a character model its `vocab.json` ([`Trainer::save_checkpoint_with`],
+//! read back checked by [`run_vocab`]). A checkpoint is a network folder:
+//! `Network::load` reads one.
 //!
 //! Saving replaces the whole folder atomically (see `folder`), keeping files
 //! that are not the checkpoint's own (a run's `metrics.jsonl`, `curves.png`).
@@ -25,6 +27,7 @@
 //! without a manifest (hand-made: a definition and weights) still loads as a
 //! network, with seed 0 and no integrity check.
 
+use crate::data::{CharVocab, VOCAB_FILE};
 use crate::def::NetworkDef;
 use crate::folder::replace_folder;
 use crate::loss::Loss;
@@ -165,7 +168,7 @@ impl Contents {
             if let Some(unknown) = m
                 .files
                 .keys()
-                .find(|k| !CHECKPOINT_FILES.contains(&k.as_str()))
+                .find(|k| !CHECKPOINT_FILES.contains(&k.as_str()) && k.as_str() != VOCAB_FILE)
             {
                 return Err(Error::file(
                     &manifest_path,
@@ -249,7 +252,27 @@ fn with_manifest(
 
 fn write(folder: &Path, files: &[(&str, Vec<u8>)]) -> Result<()> {
     let blobs: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
-    replace_folder(folder, &blobs, &CHECKPOINT_FILES)
+    let mut own = CHECKPOINT_FILES.to_vec();
+    own.extend(files.iter().map(|(name, _)| *name));
+    replace_folder(folder, &blobs, &own)
+}
+
+/// The vocabulary of the character model saved in `folder`, checked against
+/// the manifest (see [`Trainer::save_checkpoint_with`]). A run saved before
+/// vocabularies were listed has its `vocab.json` read unchecked.
+pub fn run_vocab(folder: &Path) -> Result<CharVocab> {
+    let path = folder.join(VOCAB_FILE);
+    let manifest_path = folder.join(MANIFEST_FILE);
+    let listed = manifest_path.is_file() && {
+        let bytes = read_bounded(&manifest_path, Some(MAX_JSON_BYTES))?;
+        let manifest: Manifest = parse_json(&manifest_path, &bytes)?;
+        manifest.files.contains_key(VOCAB_FILE)
+    };
+    if !listed {
+        return CharVocab::load(&path);
+    }
+    let contents = Contents::read(folder, &[VOCAB_FILE], false)?;
+    CharVocab::from_json(&path, contents.bytes(VOCAB_FILE))
 }
 
 fn network_files(
@@ -290,6 +313,14 @@ impl Trainer {
     /// step and dropout stream position. Replaces `folder` atomically,
     /// keeping files that are not the checkpoint's own.
     pub fn save_checkpoint(&self, folder: &Path) -> Result<()> {
+        self.save_checkpoint_with(folder, None)
+    }
+
+    /// [`Trainer::save_checkpoint`] of a character model with its vocabulary
+    /// (`vocab.json`), listed in the manifest like the other files: a
+    /// vocabulary edited or taken from another run is found when it is read
+    /// ([`run_vocab`]).
+    pub fn save_checkpoint_with(&self, folder: &Path, vocab: Option<&CharVocab>) -> Result<()> {
         let be: &dyn Backend = &**self.backend();
         let net = self.network();
         let solver = self.solver();
@@ -321,6 +352,9 @@ impl Trainer {
         let mut files = network_files(net, be, folder)?;
         files.push((TRAINER_FILE, (text + "\n").into_bytes()));
         files.push((SOLVER_FILE, weights::encode(&state_tensors)?));
+        if let Some(vocab) = vocab {
+            files.push((VOCAB_FILE, vocab.to_json(&folder.join(VOCAB_FILE))?));
+        }
         write(folder, &with_manifest(net.seed(), files)?)
     }
 

@@ -50,6 +50,21 @@ impl CharVocab {
         Ok(CharVocab { inner })
     }
 
+    /// The vocabulary of the character model saved in the run folder
+    /// ``folder``, checked against the checkpoint's manifest: a ``vocab.json``
+    /// edited or copied from another run is an ``OSError`` naming it (a run
+    /// saved before vocabularies were listed is read unchecked).
+    ///
+    /// :param str folder: the run folder (or an ``os.PathLike``)
+    /// :rtype: CharVocab
+    #[staticmethod]
+    fn from_run(py: Python<'_>, folder: PathBuf) -> PyResult<Self> {
+        let inner = py
+            .detach(|| verjus::nn::checkpoint::run_vocab(&folder))
+            .map_err(to_py_err)?;
+        Ok(CharVocab { inner })
+    }
+
     /// Writes the vocabulary to ``path`` as JSON, atomically (readers see the
     /// old file or the new one, never a mix).
     ///

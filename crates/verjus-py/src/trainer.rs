@@ -14,6 +14,7 @@ use crate::error::{json_err, to_py_err};
 use crate::network::Network;
 use crate::sequences::Signature;
 use crate::shared::{self, Model, Shared};
+use crate::text_data::CharVocab;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -154,11 +155,23 @@ impl Trainer {
 
     /// Saves network, weights, solver state, loss, step and dropout stream
     /// position as the folder ``folder``, replacing it atomically; other files
-    /// in it are kept.
+    /// in it are kept. A character model's ``vocab`` is saved with them
+    /// (``vocab.json``, listed in the checkpoint's manifest: read it back with
+    /// ``CharVocab.from_run``).
     ///
     /// :param str folder: the checkpoint folder
-    fn save_checkpoint(&self, py: Python<'_>, folder: PathBuf) -> PyResult<()> {
-        self.with_trainer(py, |t| t.save_checkpoint(&folder).map_err(to_py_err))
+    /// :param CharVocab | None vocab: the vocabulary of a character model
+    #[pyo3(signature = (folder, vocab = None))]
+    fn save_checkpoint(
+        &self,
+        py: Python<'_>,
+        folder: PathBuf,
+        vocab: Option<PyRef<'_, CharVocab>>,
+    ) -> PyResult<()> {
+        let vocab = vocab.as_ref().map(|v| &v.inner);
+        self.with_trainer(py, |t| {
+            t.save_checkpoint_with(&folder, vocab).map_err(to_py_err)
+        })
     }
 
     /// The network this trainer trains (the same object it was made with).

@@ -130,6 +130,12 @@ impl CharVocab {
 
     /// Writes the vocabulary to `path` as JSON, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
+        write_atomic(path, &self.to_json(path)?)
+    }
+
+    /// The vocabulary as the JSON [`save`](Self::save) writes (`path` names
+    /// the file in errors).
+    pub fn to_json(&self, path: &Path) -> Result<Vec<u8>> {
         let file = VocabFile {
             format: FORMAT.into(),
             version: VERSION,
@@ -139,7 +145,7 @@ impl CharVocab {
         let mut json = serde_json::to_vec_pretty(&file)
             .map_err(|e| Error::file(path, format!("cannot encode the vocabulary: {e}")))?;
         json.push(b'\n');
-        write_atomic(path, &json)
+        Ok(json)
     }
 
     /// Reads a vocabulary written by [`save`](Self::save); a missing file, bad
@@ -147,7 +153,12 @@ impl CharVocab {
     pub fn load(path: &Path) -> Result<Self> {
         let bytes =
             std::fs::read(path).map_err(|e| Error::file(path, format!("cannot be read: {e}")))?;
-        let file: VocabFile = serde_json::from_slice(&bytes)
+        Self::from_json(path, &bytes)
+    }
+
+    /// The vocabulary of the JSON `bytes` of the file `path`.
+    pub fn from_json(path: &Path, bytes: &[u8]) -> Result<Self> {
+        let file: VocabFile = serde_json::from_slice(bytes)
             .map_err(|e| Error::file(path, format!("is not a character vocabulary (JSON): {e}")))?;
         Self::from_file(file).map_err(|msg| Error::file(path, msg))
     }
