@@ -447,10 +447,17 @@ pub(crate) fn conv2d_backward_filter(
         }
         Ok(acc)
     };
-    let total = (0..plan.n)
+    // Fixed contiguous groups of images, summed in order: the result does not
+    // depend on how rayon schedules them, nor on the number of threads (a
+    // fold per rayon piece grouped the images by work stealing, so two runs
+    // differed in the last bits).
+    let parts = plan.n.min(FILTER_PARTIALS);
+    let partials = (0..parts)
         .into_par_iter()
-        .try_fold(Vec::new, accumulate)
-        .try_reduce(Vec::new, |a, b| Ok(add_partials(a, b)))?;
+        .with_max_len(1)
+        .map(|p| (p * plan.n / parts..(p + 1) * plan.n / parts).try_fold(Vec::new(), accumulate))
+        .collect::<Result<Vec<_>>>()?;
+    let total = partials.into_iter().fold(Vec::new(), add_partials);
     // `total` is unallocated for an empty batch, and whenever `dw` is empty (so k > 0 below).
     if total.is_empty() {
         dw.fill(0.0);
@@ -463,6 +470,10 @@ pub(crate) fn conv2d_backward_filter(
     }
     Ok(())
 }
+
+/// How many partial filter gradients `conv2d_backward_filter` sums (each over
+/// a fixed group of images): enough to keep every thread busy.
+const FILTER_PARTIALS: usize = 16;
 
 /// The sum of two partial gradients, either of which may be unallocated (empty).
 fn add_partials(mut a: Vec<f32>, b: Vec<f32>) -> Vec<f32> {

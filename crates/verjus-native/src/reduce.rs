@@ -10,8 +10,10 @@
 //!
 //! Large reductions split over the pool in one of two ways: along the first
 //! kept axis, when it is long enough, each task owning a disjoint block of
-//! outputs; otherwise along the first reduced axis, each task folding into a
-//! private copy of the (then small) output, merged at the end. A kept axis
+//! outputs; otherwise along the first reduced axis, each task folding a fixed
+//! group of its indices into a private copy of the (then small) output, the
+//! copies merged in order at the end (so the bits do not depend on the
+//! threads or their scheduling). A kept axis
 //! that is innermost (`[R, K]`) is split only when very long, because strips
 //! of it repeated over many rows read memory with a large stride.
 //!
@@ -320,6 +322,12 @@ impl<R: Reducer> Task<'_, R> {
 /// short strips of many rows defeat the prefetcher.
 const LONG_STRIP: usize = 1 << 16;
 
+/// The partial results of a split reduced axis (fixed groups of its indices,
+/// merged in order), and the least length of a kept axis that is split by
+/// outputs instead: constants, not the thread count, so that a reduction
+/// gives the same bits on any number of threads.
+const PARTIALS: usize = 16;
+
 /// Runs reducer `r` over an input of `len` elements into `y` (overwritten),
 /// splitting over the pool as the module docs describe. An empty input gives zeros.
 fn run<R: Reducer>(r: &R, l: &Layout, len: usize, y: &mut [f32]) {
@@ -335,13 +343,12 @@ fn run<R: Reducer>(r: &R, l: &Layout, len: usize, y: &mut [f32]) {
         hi,
         base,
     };
-    let threads = rayon::current_num_threads();
     let (kept, red) = (l.first(false), l.first(true));
     // Disjoint output blocks when the kept axis is long and, if innermost, very long.
     let by_outputs = kept.filter(|&p| {
-        red.is_none() || (l.dims[p] >= 4 * threads && (p + 1 < l.n || l.dims[p] >= LONG_STRIP))
+        red.is_none() || (l.dims[p] >= 4 * PARTIALS && (p + 1 < l.n || l.dims[p] >= LONG_STRIP))
     });
-    if len < SEQUENTIAL_WORK || threads < 2 {
+    if len < SEQUENTIAL_WORK {
         y.fill(r.identity());
         task(0, 0, l.dims[0], 0).walk(0, 0, 0, y);
     } else if let Some(p) = by_outputs {
@@ -352,18 +359,21 @@ fn run<R: Reducer>(r: &R, l: &Layout, len: usize, y: &mut [f32]) {
             task(p, first, first + rows, first * row).walk(0, 0, 0, chunk);
         });
     } else if let Some(q) = red {
-        let per = l.dims[q].div_ceil(threads);
-        let merged = (0..l.dims[q].div_ceil(per))
+        let per = l.dims[q].div_ceil(PARTIALS);
+        // Merged in order, not by rayon's reduction tree (whose grouping
+        // follows its work stealing): the same bits from run to run.
+        let partials: Vec<Vec<f32>> = (0..l.dims[q].div_ceil(per))
             .into_par_iter()
             .map(|t| {
                 let mut acc = vec![r.identity(); y.len()];
                 task(q, t * per, ((t + 1) * per).min(l.dims[q]), 0).walk(0, 0, 0, &mut acc);
                 acc
             })
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(u, &v)| *u = r.merge(*u, v));
-                a
-            });
+            .collect();
+        let merged = partials.into_iter().reduce(|mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(u, &v)| *u = r.merge(*u, v));
+            a
+        });
         if let Some(m) = merged {
             y.copy_from_slice(&m);
         }
