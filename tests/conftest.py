@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -79,3 +80,17 @@ def pytest_configure(config: pytest.Config) -> None:
         from verjus import rf
 
         rf.set_default_device(device)
+
+
+@pytest.fixture
+def kept_behavior_version() -> Iterator[None]:
+    """RETURNN's behavior version state (the version and minimum version) as
+    before the test, after it: a test that sets a minimum version would
+    otherwise leave it for every later test of the session."""
+    basic = pytest.importorskip("returnn.util.basic", reason="RETURNN's own ops are the reference")
+    state = basic.BehaviorVersion._get_state()
+    version = basic.BehaviorVersion.get()
+    yield
+    basic.BehaviorVersion._reset(state)
+    assert basic.BehaviorVersion._get_state() == state
+    assert basic.BehaviorVersion.get() == version

@@ -16,20 +16,11 @@ import numpy as np
 import pytest
 from conftest import NETS
 from safetensors.numpy import load_file
+from test_cli_text import NET as TEXT_NET
 
 import verjus
 from verjus._textcli import fill_vocab
 from verjus.cli import main
-
-TEXT_NET = {
-    "format_version": 3,
-    "inputs": [{"name": "chars", "shape": [None], "dtype": "int32"}],
-    "layers": [
-        {"name": "embed", "type": "Embedding", "vocab": "vocab", "dim": 8},
-        {"name": "rnn", "type": "LSTM", "hidden": 16},
-        {"name": "fc", "type": "Linear", "out_features": "vocab"},
-    ],
-}
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def test_close_stops_a_worker_blocked_on_a_full_queue():
     items = WorkerPrefetcher(lambda: iter(range(10**9)), depth=1)
     assert next(items) == 0
     items.close()
-    assert not items._process.is_alive()
+    assert not items._worker._process.is_alive()
 
 
 def test_the_worker_ends_when_its_parent_is_killed(tmp_path):

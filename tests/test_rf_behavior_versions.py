@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
-import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -38,7 +36,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_rf_conv_behavior_version import LATEST, reference_python, returnn_settings
+from test_rf_conv_behavior_version import (
+    LATEST,
+    REFERENCE_HEADER,
+    returnn_settings,
+    run_reference,
+)
 
 import verjus.rf as rf
 from verjus.rf import Dim
@@ -201,17 +204,8 @@ def case_specaugment(rf, Dim, data, to_numpy):
 """
 
 REFERENCE_SCRIPT = (
-    """
-import json, sys
-import numpy as np
-import returnn.frontend as rf
-from returnn.config import Config, global_config_ctx
-from returnn.tensor import Dim
-from returnn.util.basic import BehaviorVersion
-
-rf.select_backend_torch()
-request = json.load(sys.stdin)
-data = dict(np.load(request["inputs"]))
+    REFERENCE_HEADER
+    + """
 
 
 def to_numpy(t):
@@ -338,28 +332,11 @@ def run_case(item: str, data: dict) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def returnn_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """RETURNN's results of every case, by ``<item>/<setting>/<name>``."""
-    folder = tmp_path_factory.mktemp("returnn")
-    np.savez(folder / "inputs.npz", **inputs())
     cases = [
         {"id": f"{item}/{name}", "item": item, "version": version, "options": options}
         for item, name, version, options in CASES
     ]
-    request = {
-        "cases": cases,
-        "inputs": str(folder / "inputs.npz"),
-        "outputs": str(folder / "outputs.npz"),
-    }
-    done = subprocess.run(
-        [reference_python(), "-c", REFERENCE_SCRIPT],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(folder / "outputs.npz") as outputs:
-        return dict(outputs)
+    return run_reference(tmp_path_factory, REFERENCE_SCRIPT, cases, inputs())
 
 
 def shared_over_query_and_batch(att: np.ndarray) -> bool:

@@ -104,8 +104,9 @@ def run_case(rf, Dim, op, x, lens, filt, to_numpy):
     return out, out_lens
 """
 
-REFERENCE_SCRIPT = (
-    """
+# What every reference script starts with: RETURNN's rf on torch, the request
+# (see ``run_reference``) and its inputs.
+REFERENCE_HEADER = """
 import json, sys
 import numpy as np
 import returnn.frontend as rf
@@ -116,7 +117,11 @@ from returnn.util.basic import BehaviorVersion
 rf.select_backend_torch()
 request = json.load(sys.stdin)
 data = dict(np.load(request["inputs"]))
-results = {}
+"""
+
+REFERENCE_SCRIPT = (
+    REFERENCE_HEADER
+    + """results = {}
 """
     + CASE_CODE
     + """
@@ -145,6 +150,35 @@ def reference_python() -> str:
     if REFERENCE_PYTHON.exists():
         return str(REFERENCE_PYTHON)
     pytest.skip(f"RETURNN's rf on torch is the reference: no torch here and no {REFERENCE_PYTHON}")
+
+
+def run_reference(
+    tmp_path_factory: pytest.TempPathFactory,
+    script: str,
+    cases: list[dict[str, Any]],
+    inputs: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """RETURNN's results of ``cases``: ``script`` run by ``reference_python()``
+    reads ``{"cases", "inputs", "outputs"}`` (the npz files of ``inputs`` and
+    of its results) on stdin."""
+    folder = tmp_path_factory.mktemp("returnn")
+    np.savez(folder / "inputs.npz", **inputs)
+    request = {
+        "cases": cases,
+        "inputs": str(folder / "inputs.npz"),
+        "outputs": str(folder / "outputs.npz"),
+    }
+    done = subprocess.run(
+        [reference_python(), "-c", script],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(folder / "outputs.npz") as outputs:
+        return dict(outputs)
 
 
 def inputs() -> dict[str, np.ndarray]:
@@ -180,24 +214,7 @@ def cases() -> list[dict]:
 @pytest.fixture(scope="module")
 def returnn_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """RETURNN's outputs of every case, by case id."""
-    folder = tmp_path_factory.mktemp("returnn")
-    np.savez(folder / "inputs.npz", **inputs())
-    request = {
-        "cases": cases(),
-        "inputs": str(folder / "inputs.npz"),
-        "outputs": str(folder / "outputs.npz"),
-    }
-    done = subprocess.run(
-        [reference_python(), "-c", REFERENCE_SCRIPT],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(folder / "outputs.npz") as outputs:
-        return dict(outputs)
+    return run_reference(tmp_path_factory, REFERENCE_SCRIPT, cases(), inputs())
 
 
 @contextlib.contextmanager

@@ -5,8 +5,6 @@ gradients, RETURNN's rf on its torch backend where installed, and bad input."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from test_rf_grad import check_gradient
@@ -131,20 +129,6 @@ def test_bad_input(case: tuple) -> None:
         rf.scatter(x, indices=x, indices_dim=t, out_dim=o)
     with pytest.raises(ValueError, match="scatter_logsumexp: fill_value"):
         rf.scatter_logsumexp(x, indices=idx, indices_dim=t, fill_value=0.0)
-
-
-@pytest.fixture
-def kept_behavior_version() -> Iterator[None]:
-    """RETURNN's behavior version state (the version and minimum version) as
-    before the test, after it: ``test_against_returnn`` sets a minimum version,
-    which would otherwise stay for every later test of the session."""
-    basic = pytest.importorskip("returnn.util.basic", reason="RETURNN's own ops are the reference")
-    state = basic.BehaviorVersion._get_state()
-    version = basic.BehaviorVersion.get()
-    yield
-    basic.BehaviorVersion._reset(state)
-    assert basic.BehaviorVersion._get_state() == state
-    assert basic.BehaviorVersion.get() == version
 
 
 @pytest.mark.usefixtures("kept_behavior_version")

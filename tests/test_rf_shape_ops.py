@@ -7,8 +7,6 @@ backend where installed, and bad input."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from test_rf_grad import check_gradient
@@ -300,20 +298,6 @@ def test_sort_and_search_sorted(seq: tuple) -> None:
             assert got.numpy()[b].tolist() == want.tolist()
     with pytest.raises(ValueError, match="search_sorted: side"):
         rf.search_sorted(sorted_seq, vals, axis=t, side="middle")
-
-
-@pytest.fixture
-def kept_behavior_version() -> Iterator[None]:
-    """RETURNN's behavior version state (the version and minimum version) as
-    before the test, after it: ``test_against_returnn`` sets a minimum version,
-    which would otherwise stay for every later test of the session."""
-    basic = pytest.importorskip("returnn.util.basic", reason="RETURNN's own ops are the reference")
-    state = basic.BehaviorVersion._get_state()
-    version = basic.BehaviorVersion.get()
-    yield
-    basic.BehaviorVersion._reset(state)
-    assert basic.BehaviorVersion._get_state() == state
-    assert basic.BehaviorVersion.get() == version
 
 
 @pytest.mark.usefixtures("kept_behavior_version")

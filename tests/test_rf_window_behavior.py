@@ -14,14 +14,17 @@ RETURNN's side runs as in ``test_rf_conv_behavior_version``.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
 from test_rf_behavior_versions import stand_in_settings
-from test_rf_conv_behavior_version import LATEST, reference_python, returnn_settings
+from test_rf_conv_behavior_version import (
+    LATEST,
+    REFERENCE_HEADER,
+    returnn_settings,
+    run_reference,
+)
 
 import verjus.rf as rf
 from verjus.rf import Dim
@@ -65,18 +68,8 @@ def run_case(rf, Dim, op, x, lens, to_numpy):
 """
 
 REFERENCE_SCRIPT = (
-    """
-import json, sys
-import numpy as np
-import returnn.frontend as rf
-from returnn.config import Config, global_config_ctx
-from returnn.tensor import Dim
-from returnn.util.basic import BehaviorVersion
-
-rf.select_backend_torch()
-request = json.load(sys.stdin)
-data = dict(np.load(request["inputs"]))
-results = {}
+    REFERENCE_HEADER
+    + """results = {}
 """
     + CASE_CODE
     + """
@@ -110,29 +103,12 @@ def inputs() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def returnn_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """RETURNN's outputs of every case, by ``<setting>/<op>``."""
-    folder = tmp_path_factory.mktemp("returnn")
-    np.savez(folder / "inputs.npz", **inputs())
     cases = [
         {"id": f"{s_name}/{name}", "behavior_version": version, "options": options, "op": op}
         for s_name, version, options, _ in SETTINGS
         for name, op in OPS
     ]
-    request = {
-        "cases": cases,
-        "inputs": str(folder / "inputs.npz"),
-        "outputs": str(folder / "outputs.npz"),
-    }
-    done = subprocess.run(
-        [reference_python(), "-c", REFERENCE_SCRIPT],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(folder / "outputs.npz") as outputs:
-        return dict(outputs)
+    return run_reference(tmp_path_factory, REFERENCE_SCRIPT, cases, inputs())
 
 
 def run(op: dict, data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 //! The collective interface of data-parallel training: what a rank needs from
-//! the other ranks (sums of gradients, rank 0's parameters, agreed flags).
+//! the other ranks (sums of gradients, rank 0's parameters, counts and flags).
 //!
 //! verjus has no networking of its own: an implementation hands the buffers to
 //! an existing collective engine (MPI through `mpi4py` in the Python package,
@@ -15,7 +15,7 @@
 //! Every rank must call the same methods in the same order with buffers of the
 //! same lengths: a rank that skips one leaves the others waiting. Callers
 //! therefore decide every branch taken before a collective from an all-reduced
-//! value (see [`Collective::agree`]).
+//! value (the Trainer's loss tally, the engine's `has_data`).
 
 use crate::{ops, Backend, DType, Device, Error, Result, Tensor};
 use std::fmt;
@@ -60,14 +60,6 @@ pub trait Collective: Send + Sync + fmt::Debug {
         self.broadcast_host(&mut flat, root)?;
         unpack(be, &flat, ts)
     }
-
-    /// Whether `ok` holds on every rank: the one place a rank's own condition
-    /// (a finite loss, rows left) becomes a branch all ranks take together.
-    fn agree(&self, ok: bool) -> Result<bool> {
-        let mut flag = [f64::from(u8::from(ok))];
-        self.all_reduce_scalars(&mut flag, ReduceOp::Min)?;
-        Ok(flag[0] > 0.5)
-    }
 }
 
 /// A collective shared by a trainer and its caller.
@@ -101,9 +93,6 @@ impl Collective for Solo {
     }
     fn broadcast(&self, _: &dyn Backend, _: &mut [&mut Tensor], _: usize) -> Result<()> {
         Ok(())
-    }
-    fn agree(&self, ok: bool) -> Result<bool> {
-        Ok(ok)
     }
 }
 

@@ -377,16 +377,26 @@ impl Network {
         inputs: &[&Tensor],
         lengths: Option<&Tensor>,
     ) -> Result<Vec<Tensor>> {
-        let batch = inputs
-            .first()
-            .and_then(|t| t.dims().first().copied())
-            .unwrap_or(0);
-        let mut ctx = self.new_context(be, batch)?;
-        self.compute_output_with_lengths(be, &mut ctx, inputs, lengths)?;
+        let mut ctx = self.new_context(be, batch_of_inputs(inputs))?;
+        self.infer_into(be, &mut ctx, inputs, lengths)?;
+        ctx.into_outputs(be)
+    }
+
+    /// The forward pass of [`Network::transform_with_lengths`] into `ctx`
+    /// (an inference-mode context of any batch size): its outputs are then
+    /// `ctx`'s, 0 past each example's length.
+    pub(crate) fn infer_into(
+        &self,
+        be: &dyn Backend,
+        ctx: &mut Context,
+        inputs: &[&Tensor],
+        lengths: Option<&Tensor>,
+    ) -> Result<()> {
+        self.compute_output_with_lengths(be, ctx, inputs, lengths)?;
         if lengths.is_some() {
             ctx.clear_output_padding(be, self)?;
         }
-        ctx.into_outputs(be)
+        Ok(())
     }
 
     fn input_names(&self) -> String {
@@ -444,4 +454,12 @@ fn check_tensor(
         });
     }
     Ok(())
+}
+
+/// The batch size of a call's `inputs` (their first axis; 0 without inputs).
+pub(crate) fn batch_of_inputs(inputs: &[&Tensor]) -> usize {
+    inputs
+        .first()
+        .and_then(|t| t.dims().first().copied())
+        .unwrap_or(0)
 }

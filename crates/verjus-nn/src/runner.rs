@@ -31,6 +31,7 @@
 //! PyTorch's 0.21 ms with a kept one (see BENCHMARKS.md, serving).
 
 use crate::context::Context;
+use crate::exec::batch_of_inputs;
 use crate::network::Network;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
@@ -66,35 +67,18 @@ impl Served {
         inputs: &[&Tensor],
         lengths: Option<&Tensor>,
     ) -> Result<Vec<Tensor>> {
-        let batch = inputs
-            .first()
-            .and_then(|t| t.dims().first().copied())
-            .unwrap_or(0);
+        let batch = batch_of_inputs(inputs);
         let kept = self.kept().pop();
         let mut ctx = match kept {
             Some(ctx) => ctx,
             None => self.network.new_context(be, batch)?,
         };
-        let outputs = self.outputs(be, &mut ctx, inputs, lengths)?;
+        self.network.infer_into(be, &mut ctx, inputs, lengths)?;
+        let outputs = ctx.copy_outputs(be)?;
         if batch <= KEPT_BATCH {
             self.kept().push(ctx);
         }
         Ok(outputs)
-    }
-
-    fn outputs(
-        &self,
-        be: &dyn Backend,
-        ctx: &mut Context,
-        inputs: &[&Tensor],
-        lengths: Option<&Tensor>,
-    ) -> Result<Vec<Tensor>> {
-        self.network
-            .compute_output_with_lengths(be, ctx, inputs, lengths)?;
-        if lengths.is_some() {
-            ctx.clear_output_padding(be, &self.network)?;
-        }
-        ctx.copy_outputs(be)
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Vec<Context>> {

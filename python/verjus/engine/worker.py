@@ -47,89 +47,6 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _run(make_producer: Callable[[], Iterable[Any]], out: Any, parent: int) -> None:
-    """The worker: every item of the producer, then the end or the error."""
-
-    def put(entry: tuple[int, Any]) -> None:
-        while True:
-            if os.getppid() != parent:  # the parent is gone: nobody reads
-                os._exit(1)
-            try:
-                out.put(entry, timeout=_POLL_S)
-                return
-            except queue.Full:
-                pass
-
-    try:
-        for item in make_producer():
-            put((_ITEM, item))
-        put((_END, None))
-    except BaseException as exc:  # reported to the parent, so that it never waits forever
-        put((_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-    finally:
-        out.close()
-        out.join_thread()
-
-
-class WorkerPrefetcher:
-    """Iterates ``make_producer()`` in a forked worker process, ``depth`` items ahead."""
-
-    def __init__(self, make_producer: Callable[[], Iterable[Any]], *, depth: int = 2) -> None:
-        if not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be a positive int, got {depth!r}")
-        ctx = multiprocessing.get_context("fork")
-        self._queue = ctx.Queue(maxsize=depth)
-        self._finished = False
-        self._process = ctx.Process(
-            target=_run,
-            args=(make_producer, self._queue, os.getpid()),
-            name="verjus-data",
-            daemon=True,
-        )
-        self._process.start()
-
-    def __iter__(self) -> WorkerPrefetcher:
-        return self
-
-    def __next__(self) -> Any:
-        """The next item; StopIteration at the end or after ``close``."""
-        if self._finished:
-            raise StopIteration
-        while True:
-            try:
-                kind, value = self._queue.get(timeout=_POLL_S)
-                break
-            except queue.Empty:
-                if not self._process.is_alive():
-                    self._finished = True
-                    raise RuntimeError(
-                        f"the data worker (pid {self._process.pid}) died with exit code "
-                        f"{self._process.exitcode} before the end of the data"
-                    ) from None
-        if kind == _ITEM:
-            return value
-        self._finished = True
-        self._process.join(5.0)
-        if kind == _ERROR:
-            raise RuntimeError(f"the data worker failed: {value}")
-        raise StopIteration
-
-    def close(self) -> None:
-        """Stops the worker (if still running) and waits for it."""
-        self._finished = True
-        if self._process.is_alive():
-            self._process.terminate()
-        self._process.join(5.0)
-        self._queue.close()
-        self._queue.cancel_join_thread()
-
-    def __enter__(self) -> WorkerPrefetcher:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
 def _serve(
     produce: Callable[[Any], Iterable[Any]],
     requests: Any,
@@ -197,7 +114,10 @@ class DataWorker:
         self._process.start()
 
     def stream(self, request: Any) -> _Stream:
-        """The items of ``produce(request)``, read as they come; one stream at a time."""
+        """The items of ``produce(request)``, read as they come; one stream at a
+        time. ``request`` is any picklable value but None (which stops the worker)."""
+        if request is None:
+            raise ValueError("DataWorker.stream: None is the worker's stop request")
         if self._busy:
             raise RuntimeError("the data worker is still serving another stream")
         if not self._process.is_alive():
@@ -279,6 +199,33 @@ class _Stream:
             self._worker._finish(drain=True)
 
     def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class WorkerPrefetcher:
+    """Iterates ``make_producer()`` in a worker process forked for this one pass,
+    ``depth`` items ahead (a ``DataWorker`` serving one request)."""
+
+    def __init__(self, make_producer: Callable[[], Iterable[Any]], *, depth: int = 2) -> None:
+        self._worker = DataWorker(lambda _request: make_producer(), depth=depth)
+        self._items = self._worker.stream(0)
+
+    def __iter__(self) -> WorkerPrefetcher:
+        return self
+
+    def __next__(self) -> Any:
+        """The next item; StopIteration at the end or after ``close``."""
+        return next(self._items)
+
+    def close(self) -> None:
+        """Stops the worker (if still running) and waits for it."""
+        self._items.close()
+        self._worker.close()
+
+    def __enter__(self) -> WorkerPrefetcher:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
