@@ -7,6 +7,7 @@ with RETURNN's initialization."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -42,10 +43,19 @@ def fortunes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_trains_and_samples(example, fortunes: Path, capsys: pytest.CaptureFixture) -> None:
+def test_trains_and_samples(
+    example, fortunes: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # as in a terminal: a bar
     result = example.main(["--data", str(fortunes), "--epochs", "3", "--max-batches", "8"])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert out.count("bits/char") == 3
+    # Each epoch's steps on the engine's progress bar, on stderr only (issue 39 item 14;
+    # the counts shown depend on the speed: tqdm redraws at most every 0.1 s).
+    for epoch in (1, 2, 3):
+        assert re.search(rf"ep {epoch} train: \d+step \[", err), err[-2000:]
+        assert re.search(rf"ep {epoch} validation eval: \d+step \[", err), err[-2000:]
+    assert "step/s" not in out
     assert result.train_loss[-1] < 0.7 * result.train_loss[0]
     assert result.val_bpc[-1] < result.val_bpc[0]
     assert len(result.samples) == len(example.PROMPTS)
@@ -76,12 +86,14 @@ def test_greedy_sampling_is_batched_with_per_entry_ends(example, fortunes: Path)
 
 
 def test_regularized_run_prints_peak_memory(
-    example, fortunes: Path, capsys: pytest.CaptureFixture
+    example, fortunes: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for scope in ([], ["--checkpoint-scope", "--init", "returnn"]):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    for scope in ([], ["--checkpoint-scope", "--init", "returnn", "--no-progress"]):
         args = ["--data", str(fortunes), "--epochs", "1", "--max-batches", "2"]
         result = example.main([*args, "--weight-dropout", "0.2", "--weight-noise", "0.05", *scope])
         assert np.isfinite(result.val_bpc[0])
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
         assert "peak memory per step" in out
         assert "tape saved peak" in out
+        assert ("ep 1 train" in err) is ("--no-progress" not in scope)

@@ -2,7 +2,7 @@
 
     python examples/python/rf_char_lm.py [--epochs 3] [--seed 0] [--max-batches N]
         [--temperature 0.8] [--init torch|returnn] [--weight-dropout P] [--weight-noise STD]
-        [--checkpoint-scope] [--data DIR]
+        [--checkpoint-scope] [--data DIR] [--no-progress]
 
 The recipe of the static-graph char LM (issue 21): ``rf.Embedding`` 64 ->
 ``rf.LSTM`` 256 over a dynamic time dim (each text runs to its own length in the
@@ -25,7 +25,10 @@ shuffled (``online_shuffle_batches``), so a batch holds texts of similar length
 and the lengths of successive batches vary. After each epoch the same step
 scores the validation texts (train flag off); the line printed gives their bits
 per character (the mean cross-entropy over every real validation frame, / ln 2),
-the mean training loss (per real frame) and the time.
+the mean training loss (per real frame) and the time. While an epoch runs, the
+engine's progress bar (tqdm, on stderr, and only when stderr is a terminal, as
+``verjus train`` draws its bar) counts its steps with their rate and the last
+step's loss, and then the validation steps; ``--no-progress`` turns it off.
 
 Measured (3 epochs, seed 0, 2 cores under heavy load): ``--init torch``
 2.949 / 2.695 / 2.577 bits per character through the engine, 2.957 / 2.738 /
@@ -368,6 +371,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--weight-noise", type=float, default=0.0, metavar="STD")
     p.add_argument("--checkpoint-scope", action="store_true")
     p.add_argument("--data", default=None, help="fortunes folder (default: $VERJUS_FORTUNES)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p.parse_args(argv)
 
 
@@ -432,6 +436,8 @@ def main(argv: Sequence[str] | None = None) -> Result:
         num_epochs=args.epochs,
         random_seed=args.seed,
         log=lambda line: None,
+        # The steps of each epoch on a progress bar, when stderr is a terminal.
+        progress=False if args.no_progress else None,
         on_epoch_end=report,
     )
     model = engine.init_model()

@@ -12,8 +12,9 @@ The dim logic (broadcasting by dims, matmul's dim order, masking) lives once, in
 Rust (``crates/verjus-rf``); ``Dim`` and ``Tensor`` here are handles to it, and
 every op runs there on the autograd tape with the GIL released. The ops are the
 native module's functions, re-exported here under RETURNN's names (the list is
-``verjus._verjus.rf_exports``); ``help(verjus.rf.matmul)`` and the others say
-what each computes, its arguments, its result and how it masks. The operators
+``verjus._verjus.rf_exports``), each in a thin wrapper whose TypeError names
+``rf.<name>`` and its signature (``verjus.rf._public_ops``); ``help(verjus.rf.matmul)``
+and the others say what each computes, its arguments, its result and how it masks. The operators
 ``+ - * / **``, comparisons and unary ``-`` combine tensors by dims.
 
 Written in Python, on top of them:
@@ -92,7 +93,8 @@ Written in Python, on top of them:
 its dims only) and a model's dims, options and sub-modules; ``float(loss)`` and
 ``loss.item()`` give a one-value tensor's value. A number or a string where a Dim
 belongs (``rf.LSTM(4, 6)``, ``axis=-1``) is a TypeError naming the argument
-(``verjus.rf._dim_args``).
+(``verjus.rf._dim_args``; for the native ops, ``rf.softmax(x, axis=-1)``, the
+error names ``rf.softmax``, its signature and the Dim to give, ``verjus.rf._public_ops``).
 
 ``set_default_device("cpu" | "cuda")`` chooses where ``convert_to_tensor``,
 ``full``, ``random_*``, ``range_over_dim`` and ``Parameter`` create tensors; ops
@@ -113,6 +115,7 @@ from verjus._verjus import Dim, Tensor
 from verjus.rf import backend as _backend_selection
 from verjus.rf import decoder, init, tensor_api
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._public_ops import PUBLIC_OPS
 from verjus.rf.array_ import cum_concat_step, gather, split
 from verjus.rf.attention import (
     CausalSelfAttention,
@@ -185,8 +188,10 @@ from verjus.rf.tensor_array import TensorArray
 from verjus.rf.zoneout import ZoneoutLSTM
 
 # The native ops (and ``batch_dim``) under RETURNN's names: each binding of
-# crates/verjus-py/src/rf/ is listed once there, and arrives here with its docs.
-globals().update(_verjus.rf_exports)
+# crates/verjus-py/src/rf/ is listed once there, and arrives here with its docs, in
+# a thin wrapper whose TypeError names ``rf.<name>`` and its signature
+# (``verjus.rf._public_ops``).
+globals().update(PUBLIC_OPS)
 
 # ``print(x)`` shows the values. The native class has a ``__repr__`` (dims only, for
 # error messages) and no ``__str__``; a special method is looked up on the class, not

@@ -3,8 +3,9 @@
 
 verjus.rf names every axis by a ``Dim`` object, so ``rf.LSTM(4, 6)`` (PyTorch's
 ``nn.LSTM(4, 6)``) or ``rf.squeeze(x, axis=-1)`` cannot work; unchecked, they fail
-deep inside (``'int' object has no attribute 'dimension'``) or in a native function
-under its internal name. Which arguments take Dims is read from the annotations: an
+deep inside (``'int' object has no attribute 'dimension'``). (The native ops, such
+as ``rf.softmax``, name themselves and the Dim to give in their own wrappers:
+``verjus.rf._public_ops``.) Which arguments take Dims is read from the annotations: an
 argument annotated with ``Dim`` and no number or string type (``Dim``, ``Dim | None``,
 ``Dim | Sequence[Dim]``; not ``int | Dim``, which takes sizes too). Two users:
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verjus._verjus import Dim, Tensor
-from verjus._verjus import rf_relu as _relu
+from verjus.rf._public_ops import public_op
 from verjus.rf.array_ import split
 from verjus.rf.build_from_dict import NotSpecified, build_from_dict
 from verjus.rf.dropout import dropout_broadcast_default
@@ -23,6 +23,8 @@ from verjus.rf.gating import identity, swish
 from verjus.rf.module import Linear, Module
 
 __all__ = ["FeedForward", "FeedForwardGated", "make_ff", "make_norm"]
+
+_relu = public_op("relu")  # ``rf.relu`` itself, the default activation
 
 
 def _activation(who: str, what: str, activation: Any, default: Callable[[Tensor], Tensor]) -> Any:

@@ -8,14 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from verjus._verjus import Dim, Tensor
-from verjus._verjus import rf_sigmoid as sigmoid
-from verjus._verjus import rf_silu as silu
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._public_ops import public_op
 from verjus.rf.array_ import split
 
 __all__ = ["gating", "glu", "identity", "swish"]
 
-swish = silu
+# ``rf.sigmoid`` and ``rf.silu`` themselves (the public wrappers of the native ops).
+sigmoid = public_op("sigmoid")
+silu = swish = public_op("silu")
 
 
 def identity(x: Tensor) -> Tensor:

@@ -31,12 +31,12 @@ from verjus._verjus import rf_compare as _native_compare
 from verjus._verjus import rf_exp as _exp
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_log as _log
-from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_relu as _relu
 from verjus._verjus import rf_square as _square
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus._verjus import rf_where as _where
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._public_ops import public_op
 
 __all__ = [
     "add",
@@ -98,7 +98,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 _COMBINE_ALIASES = {"//": "floordiv", "%": "mod", "max": "maximum", "min": "minimum"}
 _COMPARE_ALIASES = {"eq": "equal", "<>": "not_equal"}
 
-dot = _matmul
+dot = public_op("matmul")  # ``rf.matmul`` itself
 
 
 def _is_int(x: Operand) -> bool:

@@ -1,0 +1,178 @@
+"""The native ops of ``verjus._verjus.rf_exports`` under their public names: each
+builtin (``rf_softmax``) is wrapped once in a thin Python function (``rf.softmax``)
+whose TypeError names ``rf.<name>`` and its signature, e.g.
+
+    rf.softmax(x: Tensor, *, axis: Dim, use_mask: bool = True): got an unexpected
+    keyword argument 'dim'. An axis is a Dim, not an int index or a name (RETURNN
+    addresses axes by Dim): give axis=x.dims[-1] (x's dims: [b, f]), not dim=-1
+
+instead of the builtin's ``rf_softmax() got an unexpected keyword argument 'dim'``
+or ``'int' object is not an instance of 'Dim'`` (which names neither the function
+nor the argument). The signature's types are those of the docstring's ``:param
+TYPE name:`` lines; a number or a string given for a Dim argument, or ``dim=``
+given to an op taking ``axis=``, adds the hint. Other exceptions pass unchanged.
+
+The wrapper keeps the builtin's docstring and signature (``help``,
+``inspect.signature``, via ``__wrapped__``), is named ``<name>`` in ``verjus.rf``
+(so ``build_dict`` and pickle find it there), and costs a successful call one Python
+frame: the signature text is worked out here, once; the arguments are looked at only
+when the call has failed. Modules that bind a native op as a public default or alias
+(``rf.swish``, ``FeedForward``'s ``activation``) take it from ``public_op`` so that it
+is the same object as ``rf.<name>``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable
+from types import BuiltinFunctionType
+from typing import Any
+
+from verjus import _verjus
+from verjus._verjus import Dim, Tensor
+from verjus.rf._dim_args import _slip
+
+__all__ = ["PUBLIC_OPS", "public_op"]
+
+_PARAM_TYPE = re.compile(r":param ([^:\n]+?) (\w+):")
+# A parameter taking Dims only (``Dim``, ``Dim | None``, ``Sequence[Dim]``, ``tuple[Tensor,
+# Dim]``), not also sizes (``int | Dim``, ``slice``'s ``size``).
+_TAKES_DIM = re.compile(r"\bDim\b")
+_TAKES_SIZE = re.compile(r"\b(int|float|str|Any|object)\b")
+# PyTorch's and numpy's names for an axis argument.
+_AXIS_KEYWORDS = ("dim", "dims", "axis", "axes")
+# Arguments that name a new dim (a size given there is one).
+_NEW_DIMS = {"expand_dim": ("dim",), "split_dims": ("dims",)}
+_AXES = "An axis is a Dim, not an int index or a name (RETURNN addresses axes by Dim)"
+
+
+class _Annotation:
+    """A type as the docstring writes it, shown as it is (not quoted) in a signature."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class _Op:
+    """What an error of one native op is explained with, worked out once."""
+
+    def __init__(self, name: str, op: BuiltinFunctionType) -> None:
+        self.name = name
+        # ``rf_softmax() got ...``; ``verjus._verjus.rf_get_default_device() takes no ...``.
+        self.native_prefixes = (f"{op.__name__}() ", f"{op.__module__}.{op.__name__}() ")
+        types = {m.group(2): m.group(1).strip() for m in _PARAM_TYPE.finditer(op.__doc__ or "")}
+        self.signature = inspect.signature(op)
+        shown = [
+            p.replace(annotation=_Annotation(types[p.name])) if p.name in types else p
+            for p in self.signature.parameters.values()
+        ]
+        self.text = f"rf.{name}{self.signature.replace(parameters=shown)}"
+        self.dim_params = [
+            p
+            for p, t in types.items()
+            if p in self.signature.parameters and _TAKES_DIM.search(t) and not _TAKES_SIZE.search(t)
+        ]
+        self.tensor_params = [p for p, t in types.items() if t.startswith("Tensor")]
+
+    def message(self, error: TypeError, args: tuple, kwargs: dict) -> str:
+        """``error``'s message, prefixed with ``rf.<name>(signature)`` and the hint."""
+        text = str(error)
+        for prefix in self.native_prefixes:  # the call's own complaint names the builtin
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+        try:
+            hint = self._hint(args, kwargs)
+        except Exception:  # the hint is an extra; the error itself stands
+            hint = ""
+        return f"{self.text}: {text}{hint}"
+
+    def _hint(self, args: tuple, kwargs: dict) -> str:
+        """Where a number or string was given for a Dim (or ``dim=`` for ``axis=``):
+        that axes are Dims, and which to give."""
+        if not self.dim_params:
+            return ""
+        params = self.signature.parameters
+        try:
+            given = self.signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:  # e.g. PyTorch's dim=-1 for axis=
+            wrong = next((k for k in kwargs if k in _AXIS_KEYWORDS and k not in params), None)
+            if wrong is None:
+                return ""
+            name, value = self.dim_params[0], kwargs[wrong]
+            known = {k: v for k, v in kwargs.items() if k in params}
+            known.update(zip(params, args, strict=False))  # the positional ones come first
+            example = self._example(name, value, known)
+            give = f": give {name}={example}" if example else f": give {name}="
+            return f". {_AXES}{give}, not {wrong}={value!r}"
+        for name in self.dim_params:
+            value = given.get(name)
+            if _slip(value):
+                example = self._example(name, value, given)
+                give = f": give {name}={example}" if example else ""
+                return f" ({name}={value!r}). {_AXES}{give}"
+        return ""
+
+    def _example(self, name: str, value: Any, given: dict[str, Any]) -> str | None:
+        """The Dim(s) to give for ``value`` (positions or names in the dims of the
+        tensor argument, which are shown, or new Dims of sizes); None where
+        ``value`` is not a number, a string or a list of them."""
+        several = isinstance(value, (list, tuple))
+        values = list(value) if several else [value]
+        if not all(isinstance(v, (int, str, Dim)) for v in values):
+            return None
+        tensor_name = next(
+            (p for p in self.tensor_params if isinstance(given.get(p), Tensor)), None
+        )
+        names = [d.name for d in given[tensor_name].dims] if tensor_name else []
+        new = name.startswith("out_") or name in _NEW_DIMS.get(self.name, ())
+
+        def one(v: Any) -> str:
+            if isinstance(v, Dim):
+                return repr(v)
+            if isinstance(v, str) and v in names and not new:
+                v = names.index(v)
+            if isinstance(v, int) and not isinstance(v, bool):
+                if tensor_name and not new and -len(names) <= v < len(names):
+                    return f"{tensor_name}.dims[{v}]"
+                if v > 0 and (new or not tensor_name):  # a size
+                    return f"rf.Dim({v}, name=...)" if several else f"rf.Dim({v}, name={name!r})"
+            return "a Dim"
+
+        shown = ", ".join(one(v) for v in values)
+        shown = f"[{shown}]" if several else shown
+        if tensor_name:
+            shown += f" ({tensor_name}'s dims: [{', '.join(str(n) for n in names)}])"
+        return shown
+
+
+def _wrap(name: str, op: BuiltinFunctionType) -> Callable[..., Any]:
+    explain = _Op(name, op)
+
+    @functools.wraps(op)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return op(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(explain.message(error, args, kwargs)) from error
+
+    public.__name__ = public.__qualname__ = name
+    public.__module__ = "verjus.rf"
+    return public
+
+
+# Each native op once, by its public name (``batch_dim`` and the other Dims as they are).
+PUBLIC_OPS: dict[str, Any] = {
+    name: _wrap(name, op) if isinstance(op, BuiltinFunctionType) else op
+    for name, op in _verjus.rf_exports.items()
+}
+
+
+def public_op(name: str) -> Callable[..., Any]:
+    """``rf.<name>``, the wrapped native op (the same object each time)."""
+    return PUBLIC_OPS[name]
