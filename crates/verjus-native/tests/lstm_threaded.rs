@@ -1,8 +1,8 @@
 //! The native LSTM at sizes where its steps run on several threads in the
 //! blocked gate order (the conformance suite's sizes are too small for that
 //! path), against the conformance suite's reference, values and every
-//! gradient, with lengths mixed and a hidden size that is no multiple of the
-//! block.
+//! gradient, with lengths mixed and hidden sizes that are no multiple of the
+//! block or of a vector (AVX2's 8 floats, AVX-512's 16).
 
 use verjus_conformance::array::Array;
 use verjus_conformance::compare::close;
@@ -140,4 +140,12 @@ fn fused_steps_match_the_reference_with_partial_tiles() {
     // than four blocks); B = 47 and 23: last tiles of five rows.
     check(5, 47, 7, 80, true);
     check(3, 23, 9, 128, false);
+}
+
+#[test]
+fn fused_steps_match_the_reference_with_partial_vectors() {
+    // H = 70 and 90: last blocks of 6 and 10 units, so masked vectors on
+    // AVX2 and AVX-512 alike, in the forward's gates and the backward's units.
+    check(5, 61, 11, 70, true);
+    check(3, 50, 6, 90, false);
 }

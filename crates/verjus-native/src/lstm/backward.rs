@@ -12,11 +12,11 @@
 //! between calls, so a step allocates nothing once the largest batch has run.
 
 #[cfg(target_arch = "x86_64")]
-use super::fused::{parts as row_parts, run_parts};
+use super::fused::{parts as row_parts, run_parts, Part};
 use super::gates::backward_row;
 use super::layout::Layout;
 use super::team::{run_stages, Shared};
-use super::{fill_or_copy, fused_available, take_scratch, Operands};
+use super::{fill_or_copy, plan_layout, take_scratch, Isa, Operands, Split};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};
 use std::ops::Range;
 use verjus_core::ops::{LstmArgs, LstmGrads, LstmOutputGrads, LstmPlan};
@@ -34,7 +34,7 @@ pub(crate) fn backward(
     mut grads: LstmGrads<'_>,
 ) -> Result<()> {
     let v = Operands::new(op, plan, args)?;
-    let layout = Layout::for_plan(plan);
+    let (layout, isa) = plan_layout(plan);
     let (t_len, b_len, f_len, h_len) = (plan.steps, plan.batch, plan.input, plan.hidden);
     let g_len = 4 * h_len;
     let state_len = b_len * h_len;
@@ -46,9 +46,14 @@ pub(crate) fn backward(
     // order and the weight gradients in gate order (`dW_hh`, then `dW_ih`);
     // the fused kernel's parts each sum the bias and weight gradients of their
     // rows (the first part's sums come first).
-    let fused = fused_available(&layout, h_len);
+    // A row split sums the weight gradients as it goes, each part its own.
+    let split = isa.map(Isa::split);
+    let accumulates = split == Some(Split::Rows);
     #[cfg(target_arch = "x86_64")]
-    let parts = if fused { row_parts(b_len) } else { 1 };
+    let parts = match isa {
+        Some(isa) if accumulates => row_parts(isa, b_len),
+        _ => 1,
+    };
     #[cfg(not(target_arch = "x86_64"))]
     let parts = 1;
     let dw_part_len = g_len * (h_len + f_len);
@@ -78,8 +83,10 @@ pub(crate) fn backward(
         (v.w_hh, v.w_ih)
     };
     let needs_db = grads.db_ih.is_some() || grads.db_hh.is_some();
-    // The fused steps add each frame's share of the weight gradients as they go.
-    let (dw_hh_acc, dw_ih_acc) = if fused {
+    // The fused steps of a row split add each frame's share of the weight
+    // gradients as they go, and write each frame's dx while its gate
+    // gradients are in cache.
+    let (dw_hh_acc, dw_ih_acc) = if accumulates {
         dw.fill(0.0);
         let (dw_hh, dw_ih) = dw.split_at_mut(g_len * h_len);
         (
@@ -89,8 +96,7 @@ pub(crate) fn backward(
     } else {
         (None, None)
     };
-    // The fused steps also write each frame's dx while its gate gradients are in cache.
-    let dx = match grads.dx.take_if(|_| fused) {
+    let dx = match grads.dx.take_if(|_| accumulates) {
         Some(dx) => {
             let dx = dx.as_mut_slice::<f32>()?;
             dx.fill(0.0);
@@ -122,15 +128,38 @@ pub(crate) fn backward(
     // gives dh_{-1} = dh0 when it is asked for.
     let stages = t_len + usize::from(grads.dh0.is_some());
     let mut failed = None;
-    if fused {
+    if let Some(isa) = isa {
         #[cfg(target_arch = "x86_64")]
-        run_parts(b_len, |part, rows| {
-            for s in 0..stages {
-                // SAFETY: the fused kernel is available, and the parts' rows
-                // and gradient sums are disjoint.
-                unsafe { step.fused_stage(s, rows.clone(), part) };
+        match isa.split() {
+            Split::Rows => run_parts(isa, b_len, |sums, rows| {
+                let part = Part {
+                    rows,
+                    units: 0..h_len,
+                    sums,
+                };
+                for s in 0..stages {
+                    // SAFETY: `isa` is this layout's, and the parts' rows and
+                    // gradient sums are disjoint.
+                    unsafe { step.fused_stage(isa, s, &part) };
+                }
+            }),
+            Split::Units => {
+                let unit_parts = layout.parts(rayon::current_num_threads());
+                run_stages(stages, unit_parts, |s, p| {
+                    let part = Part {
+                        rows: 0..b_len,
+                        units: layout.part_units(p, unit_parts),
+                        sums: 0,
+                    };
+                    // SAFETY: `isa` is this layout's; the parts' units (and
+                    // their gradient columns) are disjoint, and a stage starts
+                    // when the previous one is done.
+                    unsafe { step.fused_stage(isa, s, &part) };
+                });
             }
-        });
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match isa {}
         // The parts' sums of the weight and bias gradients into the first's.
         let (first, rest) = dw.split_at_mut(dw_part_len);
         for sums in rest.chunks_exact(dw_part_len).take(parts - 1) {
@@ -168,7 +197,7 @@ pub(crate) fn backward(
         return Err(e);
     }
     let done = Done {
-        accumulated: fused,
+        accumulated: accumulates,
         layout,
         plan,
         v: &v,

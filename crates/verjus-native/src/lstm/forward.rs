@@ -9,11 +9,11 @@
 //! length mask), leaving the activations in place for the backward.
 
 #[cfg(target_arch = "x86_64")]
-use super::fused::run_parts;
+use super::fused::{run_parts, Part};
 use super::gates::forward_row;
 use super::layout::Layout;
 use super::team::{run_stages, Shared};
-use super::{fill_or_copy, fused_available, take_scratch, Operands};
+use super::{fill_or_copy, plan_layout, take_scratch, Isa, Operands, Split};
 use crate::gemm::{sgemm, sgemm_strided, MatRef};
 use verjus_core::ops::{LstmArgs, LstmOutputs, LstmPlan};
 use verjus_core::Result;
@@ -27,7 +27,7 @@ pub(crate) fn forward(
     out: LstmOutputs<'_>,
 ) -> Result<()> {
     let v = Operands::new(op, plan, args)?;
-    let layout = Layout::for_plan(plan);
+    let (layout, isa) = plan_layout(plan);
     let (t_len, b_len, f_len, h_len) = (plan.steps, plan.batch, plan.input, plan.hidden);
     let g_len = 4 * h_len;
     let y = out.y.as_mut_slice::<f32>()?;
@@ -35,10 +35,11 @@ pub(crate) fn forward(
         .reserve
         .as_mut_slice::<f32>()?
         .split_at_mut(t_len * b_len * g_len);
-    // Scratch: the summed bias, then (blocked) W_ih (transposed for the fused
-    // kernel), W_hh^T and room for a weight in gate order (on the way to its
-    // transpose).
-    let fused = fused_available(&layout, h_len);
+    // Scratch: the summed bias, then (blocked) W_ih (transposed when the
+    // fused kernel projects the inputs), W_hh^T and room for a weight in gate
+    // order (on the way to its transpose).
+    let split = isa.map(Isa::split);
+    let kernel_projects = split == Some(Split::Rows);
     let (w_ih_len, w_hh_len) = if layout.blocked() {
         (g_len * f_len, g_len * h_len)
     } else {
@@ -54,7 +55,7 @@ pub(crate) fn forward(
         &*bias
     });
     let w_ih: &[f32] = if layout.blocked() {
-        if fused {
+        if kernel_projects {
             layout.transposed_to(v.w_ih, f_len, rows, w_ih);
         } else {
             layout.rows_to(v.w_ih, f_len, w_ih);
@@ -64,9 +65,9 @@ pub(crate) fn forward(
     } else {
         v.w_ih
     };
-    if t_len * b_len > 0 && !fused {
-        // The input projection of every frame: one GEMM (the fused kernel
-        // adds each frame's to its tile instead).
+    if t_len * b_len > 0 && !kernel_projects {
+        // The input projection of every frame: one GEMM (the fused kernel of
+        // a row split adds each frame's to its tile instead).
         let x = MatRef {
             data: v.x,
             trans: false,
@@ -87,22 +88,40 @@ pub(crate) fn forward(
         layout,
         plan,
         bias,
-        w_ih_t: if fused { w_ih } else { &[] },
+        w_ih_t: if kernel_projects { w_ih } else { &[] },
         w_hh_t,
         acts: Shared::new(acts),
         cells: Shared::new(cells),
         y: Shared::new(y),
     };
     let mut failed = None;
-    if fused {
+    if let Some(isa) = isa {
         #[cfg(target_arch = "x86_64")]
-        run_parts(b_len, |_, rows| {
-            for t in 0..t_len {
-                // SAFETY: the fused kernel is available, and the parts' rows
-                // are disjoint.
-                unsafe { step.fused_step(t, rows.clone()) };
-            }
-        });
+        match isa.split() {
+            Split::Rows => run_parts(isa, b_len, |_, rows| {
+                let part = Part {
+                    rows,
+                    units: 0..h_len,
+                    sums: 0,
+                };
+                for t in 0..t_len {
+                    // SAFETY: `isa` is this layout's, and the parts' rows are disjoint.
+                    unsafe { step.fused_step(isa, t, &part) };
+                }
+            }),
+            Split::Units => run_stages(t_len, parts, |t, p| {
+                let part = Part {
+                    rows: 0..b_len,
+                    units: layout.part_units(p, parts),
+                    sums: 0,
+                };
+                // SAFETY: `isa` is this layout's; the parts' units are
+                // disjoint, and a stage starts when the previous one is done.
+                unsafe { step.fused_step(isa, t, &part) };
+            }),
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        match isa {}
     } else if layout.blocked() {
         run_stages(t_len, parts, |t, p| step.part(t, p, parts));
     } else {
@@ -149,7 +168,8 @@ pub(super) struct Step<'a> {
     pub(super) plan: &'a LstmPlan,
     /// `b_ih + b_hh` in gate order.
     pub(super) bias: Option<&'a [f32]>,
-    /// `W_ih^T [F, 4H]` in gate order (the fused kernel only).
+    /// `W_ih^T [F, 4H]` in gate order when the fused kernel projects the
+    /// inputs (a row split), else empty: the gates then hold the projection.
     pub(super) w_ih_t: &'a [f32],
     /// `W_hh^T [H, 4H]` in gate order (blocked layouts only).
     pub(super) w_hh_t: &'a [f32],

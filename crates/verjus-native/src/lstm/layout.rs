@@ -20,7 +20,8 @@ use crate::transpose::transpose;
 use std::ops::Range;
 use verjus_core::ops::LstmPlan;
 
-/// Units in a block of the blocked order: one AVX-512 vector.
+/// Units in a block of the blocked order where no fused kernel runs (the
+/// fused kernel's blocks are one of its vectors, see `super::plan_layout`).
 pub(super) const BLOCK: usize = 16;
 
 /// Below this many multiply-adds a step's recurrent GEMM runs on one thread.
@@ -37,16 +38,16 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    /// Blocked when the steps are worth splitting across threads, PyTorch's
-    /// order otherwise.
-    pub(super) fn for_plan(plan: &LstmPlan) -> Self {
+    /// Blocked (blocks of `block` units) when the steps are worth splitting
+    /// across threads, PyTorch's order otherwise.
+    pub(super) fn for_plan(plan: &LstmPlan, block: usize) -> Self {
         let h = plan.hidden;
         let step_work = plan.batch * 4 * h * h;
         let blocked =
-            h >= 2 * BLOCK && step_work >= STEP_WORK && plan.steps * plan.batch >= MIN_FRAMES;
+            h >= 2 * block && step_work >= STEP_WORK && plan.steps * plan.batch >= MIN_FRAMES;
         Layout {
             hidden: h,
-            block: if blocked { BLOCK } else { h.max(1) },
+            block: if blocked { block } else { h.max(1) },
         }
     }
 
@@ -156,7 +157,7 @@ mod tests {
 
     #[test]
     fn columns_are_a_permutation_with_parts_contiguous() {
-        let layout = Layout::for_plan(&plan(28, 128, 72));
+        let layout = Layout::for_plan(&plan(28, 128, 72), BLOCK);
         assert!(layout.blocked());
         let mut seen = vec![false; 4 * 72];
         for q in 0..4 {
@@ -181,7 +182,7 @@ mod tests {
 
     #[test]
     fn rows_round_trip_and_small_problems_keep_pytorch_order() {
-        let layout = Layout::for_plan(&plan(10, 200, 40));
+        let layout = Layout::for_plan(&plan(10, 200, 40), BLOCK);
         let src: Vec<f32> = (0..160 * 2).map(|v| v as f32).collect();
         let mut blocked = vec![0.0; src.len()];
         layout.rows_to(&src, 2, &mut blocked);
@@ -195,7 +196,7 @@ mod tests {
             sum[layout.column(3, 33)],
             src[3 * 40 + 33] + src[160 + 3 * 40 + 33]
         );
-        let cell = Layout::for_plan(&plan(1, 1, 256));
+        let cell = Layout::for_plan(&plan(1, 1, 256), BLOCK);
         assert!(!cell.blocked());
         assert_eq!(cell.column(2, 5), 2 * 256 + 5);
     }

@@ -5,13 +5,15 @@
 //! states `[T, B, H]`; `h_{t-1}` is read back from the outputs `y` (a finished
 //! sequence's output rows are 0, and its gate rows are never used).
 //!
-//! Two ways run the steps of a sequence on several threads:
-//! - on AVX-512 with whole blocks of units ([`fused`]): each thread runs every
-//!   step of its own rows of the batch (the rows of an LSTM are independent),
-//!   with a register tile of the recurrent product finished by the gate loop;
-//! - elsewhere ([`team`]): each step is cut into blocks of hidden units, one
-//!   barrier a step, the product through the `gemm` crate and then the gate
-//!   loop ([`gates`]).
+//! A step's recurrent product and gate loop run as one:
+//! - on AVX-512 or AVX2 with FMA ([`fused`]): a register tile of the product
+//!   finished by the gate loop, the threads sharing a sequence as the
+//!   instruction set's [`Split`] says (each its own rows of the batch with
+//!   AVX-512, its own blocks of units with AVX2);
+//! - elsewhere: each step cut into blocks of units, the product through the
+//!   `gemm` crate and then the gate loop ([`gates`]).
+//!
+//! A split by units meets at a barrier per step ([`team`]).
 //!
 //! A cell step and small problems keep PyTorch's gate order and run on the
 //! calling thread (see [`layout`]).
@@ -22,6 +24,8 @@ mod forward;
 mod fused;
 mod gates;
 mod layout;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod team;
 #[cfg(target_arch = "x86_64")]
 mod tile;
@@ -85,16 +89,56 @@ impl<'a> Operands<'a> {
     }
 }
 
-/// Whether the steps of this layout run the fused AVX-512 kernel ([`fused`]).
 #[cfg(target_arch = "x86_64")]
-fn fused_available(layout: &layout::Layout, hidden: usize) -> bool {
-    fused::available(layout, hidden)
+use simd::Isa;
+
+/// How the fused steps share a sequence's work among threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Split {
+    /// Each thread runs every step of its own rows (`fused::run_parts`): no
+    /// barrier per step, but each thread reads all the weights at every
+    /// step. The kernel adds each frame's input projection to its tile, and
+    /// each frame's share of the weight gradients and `dx` while its gate
+    /// gradients are in cache; each thread sums its own weight gradients
+    /// (merged afterwards).
+    Rows,
+    /// Each thread runs its own blocks of units of every row, one barrier a
+    /// step ([`team`]): each reads only its columns of `W_hh`.
+    /// The input projection, `dx` and the weight gradients are single GEMMs
+    /// over all frames, as on the portable path, so the results do not
+    /// depend on the number of threads.
+    Units,
 }
 
-/// Whether the steps of this layout run the fused AVX-512 kernel: never off x86-64.
+/// The instruction sets the fused kernel is written for: none off x86-64.
 #[cfg(not(target_arch = "x86_64"))]
-fn fused_available(_layout: &layout::Layout, _hidden: usize) -> bool {
-    false
+#[derive(Clone, Copy)]
+enum Isa {}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Isa {
+    fn lanes(self) -> usize {
+        match self {}
+    }
+
+    fn split(self) -> Split {
+        match self {}
+    }
+}
+
+/// The gate column order of `plan`'s LSTM on this CPU, and the instruction
+/// set its steps run the fused kernel ([`fused`]) with, if they run it: a
+/// blocked order with the blocks one vector of that set wide (a block's four
+/// gates are then one row of the kernel's tile, whole cache lines of the
+/// weights).
+fn plan_layout(plan: &LstmPlan) -> (layout::Layout, Option<Isa>) {
+    #[cfg(target_arch = "x86_64")]
+    let isa = Isa::detect();
+    #[cfg(not(target_arch = "x86_64"))]
+    let isa: Option<Isa> = None;
+    let block = isa.map_or(layout::BLOCK, Isa::lanes);
+    let layout = layout::Layout::for_plan(plan, block);
+    (layout, isa.filter(|_| layout.blocked()))
 }
 
 /// The calling thread's scratch buffer, at least `len` elements.
