@@ -76,7 +76,10 @@ pub(crate) fn backward(
     fill_or_copy(dc, dout.dc_n.map(|t| t.as_slice::<f32>()).transpose()?);
     db.fill(0.0);
     let (w_hh, w_ih): (&[f32], &[f32]) = if layout.blocked() {
-        layout.rows_to(v.w_hh, h_len, w_hh);
+        match isa {
+            Some(isa) => layout.column_panels_to(v.w_hh, h_len, isa.panel_units(), w_hh),
+            None => layout.rows_to(v.w_hh, h_len, w_hh),
+        }
         layout.rows_to(v.w_ih, f_len, w_ih);
         (w_hh, w_ih)
     } else {
@@ -221,7 +224,8 @@ pub(super) struct Step<'a> {
     pub(super) v: &'a Operands<'a>,
     layout: Layout,
     pub(super) plan: &'a LstmPlan,
-    /// `W_hh [4H, H]`, its rows in gate order.
+    /// `W_hh [4H, H]`, its rows in gate order (for the fused kernel, in the
+    /// column panels of `Layout::column_panels_to`, `Isa::panel_units` wide).
     pub(super) w_hh: &'a [f32],
     /// `W_ih [4H, F]`, its rows in gate order.
     pub(super) w_ih: &'a [f32],

@@ -35,9 +35,9 @@ pub(crate) fn forward(
         .reserve
         .as_mut_slice::<f32>()?
         .split_at_mut(t_len * b_len * g_len);
-    // Scratch: the summed bias, then (blocked) W_ih (transposed when the
-    // fused kernel projects the inputs), W_hh^T and room for a weight in gate
-    // order (on the way to its transpose).
+    // Scratch: the summed bias, then (blocked) W_ih (in panels when the fused
+    // kernel projects the inputs), W_hh^T (in panels for the fused kernel)
+    // and room for a weight in gate order (on the way to its transpose).
     let split = isa.map(Isa::split);
     let kernel_projects = split == Some(Split::Rows);
     let (w_ih_len, w_hh_len) = if layout.blocked() {
@@ -56,11 +56,15 @@ pub(crate) fn forward(
     });
     let w_ih: &[f32] = if layout.blocked() {
         if kernel_projects {
-            layout.transposed_to(v.w_ih, f_len, rows, w_ih);
+            layout.panels_to(v.w_ih, f_len, rows, w_ih);
         } else {
             layout.rows_to(v.w_ih, f_len, w_ih);
         }
-        layout.transposed_to(v.w_hh, h_len, rows, w_hh_t);
+        if isa.is_some() {
+            layout.panels_to(v.w_hh, h_len, rows, w_hh_t);
+        } else {
+            layout.transposed_to(v.w_hh, h_len, rows, w_hh_t);
+        }
         w_ih
     } else {
         v.w_ih
@@ -169,9 +173,11 @@ pub(super) struct Step<'a> {
     /// `b_ih + b_hh` in gate order.
     pub(super) bias: Option<&'a [f32]>,
     /// `W_ih^T [F, 4H]` in gate order when the fused kernel projects the
-    /// inputs (a row split), else empty: the gates then hold the projection.
+    /// inputs (a row split; in the panels of `Layout::panels_to`), else
+    /// empty: the gates then hold the projection.
     pub(super) w_ih_t: &'a [f32],
-    /// `W_hh^T [H, 4H]` in gate order (blocked layouts only).
+    /// `W_hh^T [H, 4H]` in gate order (blocked layouts only; in panels for
+    /// the fused kernel).
     pub(super) w_hh_t: &'a [f32],
     /// The gates `[T, B, 4H]`: pre-activations, then activations.
     pub(super) acts: Shared,

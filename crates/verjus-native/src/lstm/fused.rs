@@ -179,8 +179,12 @@ unsafe fn fused_rows<S: Simd, const R: usize>(
     let f_len = step.plan.input;
     let acts = step.acts.ptr();
     // The four gates' vectors of these units in a weight `[*, 4H]` in gate order.
-    // SAFETY: these units' columns lie inside the weight.
-    let gates = |w: &[f32]| Rows::strided(unsafe { w.as_ptr().add(col) }, g_len, width, lanes);
+    // This block's panel of a weight `[len, 4H]` (see `Layout::panels_to`).
+    // SAFETY: the panel lies inside the weight.
+    let gates = |w: &[f32], len: usize| {
+        let panel = unsafe { w.as_ptr().add(col * len) };
+        Rows::strided(panel, 4 * width, width, lanes)
+    };
     let mut acc: Tile<S, R, 4> = if step.w_ih_t.is_empty() {
         // The input projection is in the gates already (a unit split).
         // SAFETY: rows b0.. of frame t's gates [B, 4H], these units' columns.
@@ -195,7 +199,7 @@ unsafe fn fused_rows<S: Simd, const R: usize>(
             cs: 1,
         };
         // SAFETY: W_ih^T [F, 4H] in gate order.
-        unsafe { accumulate(s, zeros(s), f_len, x, gates(step.w_ih_t)) }
+        unsafe { accumulate(s, zeros(s), f_len, x, gates(step.w_ih_t, f_len)) }
     };
     if let Some(h_prev) = step.h_prev(t) {
         let a = Lhs {
@@ -205,7 +209,7 @@ unsafe fn fused_rows<S: Simd, const R: usize>(
             cs: 1,
         };
         // SAFETY: W_hh^T [H, 4H] in gate order.
-        acc = unsafe { accumulate(s, acc, h_len, a, gates(step.w_hh_t)) };
+        acc = unsafe { accumulate(s, acc, h_len, a, gates(step.w_hh_t, h_len)) };
     }
     for (r, pre) in acc.iter().enumerate() {
         let b = b0 + r;
@@ -304,7 +308,9 @@ impl BackwardStep<'_> {
         };
         let mut u0 = units.start;
         while u0 < units.end {
-            let width = (units.end - u0).min(4 * S::LANES);
+            // A tile lies in one panel of W_hh.
+            let panel_end = (u0 / (4 * S::LANES) + 1) * 4 * S::LANES;
+            let width = units.end.min(panel_end) - u0;
             let nq = width.div_ceil(S::LANES);
             for k0 in (0..last_slice).step_by(DEPTH) {
                 let mut b0 = rows.start;
@@ -531,14 +537,12 @@ unsafe fn recurrent_tile<S: Simd, const R: usize, const NQ: usize>(
         cs: 1,
     };
     let depth = DEPTH.min(g_len - at.k0);
-    // W_hh [4H, H] with rows in gate order: rows k0.., these units' columns.
-    let b = Rows::contiguous(
-        v,
-        step.w_hh[at.k0 * h_len + at.u0..].as_ptr(),
-        h_len,
-        NQ,
-        at.width,
-    );
+    // W_hh [4H, H] with rows in gate order, in column panels: rows k0.. of
+    // the panel of these units.
+    let first = at.u0 / (4 * S::LANES) * 4 * S::LANES;
+    let ld = (4 * S::LANES).min(h_len - first);
+    let at_row = g_len * first + at.k0 * ld + (at.u0 - first);
+    let b = Rows::contiguous(v, step.w_hh[at_row..].as_ptr(), ld, NQ, at.width);
     // SAFETY: the caller's contract.
     unsafe { accumulate(v, acc, depth, a, b) }
 }

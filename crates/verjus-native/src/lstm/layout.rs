@@ -128,6 +128,38 @@ impl Layout {
         }
     }
 
+    /// Writes `w [4H, len]` (PyTorch's order) as one panel per block, block
+    /// after block from `4 len` floats per unit of the block's start: its
+    /// `4 width` gate rows transposed, `[len, 4 width]`. The right-hand side
+    /// of the fused kernel's forward tile, whose rows then lie in consecutive
+    /// cache lines: rows of the whole transpose lie `16 H` bytes apart (a
+    /// power of two at the usual sizes), and a tile's rows fell into a few of
+    /// the L1 cache's sets. `rows` (`4H x len`) receives `w`'s rows in this
+    /// order on the way.
+    pub(super) fn panels_to(&self, w: &[f32], len: usize, rows: &mut [f32], dst: &mut [f32]) {
+        self.rows_to(w, len, rows);
+        for units in self.blocks_in(0..self.hidden) {
+            let (at, width) = (4 * units.start * len, 4 * units.len());
+            transpose(&rows[at..], len, &mut dst[at..], width, len, width);
+        }
+    }
+
+    /// Copies the `4H` rows of `len` elements of `src` (PyTorch's order)
+    /// into `dst` in this order, cut into column panels of `width` (the last
+    /// narrower): panel `j` (columns `j width..`) is `[4H, width]`, from
+    /// `4H j width`. The right-hand side of the fused kernel's backward tile,
+    /// its rows in consecutive cache lines (as [`Layout::panels_to`]).
+    pub(super) fn column_panels_to(&self, src: &[f32], len: usize, width: usize, dst: &mut [f32]) {
+        let g = 4 * self.hidden;
+        for (r, c) in self.order() {
+            for j0 in (0..len).step_by(width) {
+                let w = width.min(len - j0);
+                let at = g * j0 + c * w;
+                dst[at..at + w].copy_from_slice(&src[r * len + j0..][..w]);
+            }
+        }
+    }
+
     /// Writes `w [4H, len]` (PyTorch's order) transposed into `dst [len, 4H]`,
     /// its columns in this order: the right-hand side of a step's GEMM.
     /// `rows` (`4H x len`) receives `w`'s rows in this order on the way.
@@ -195,6 +227,19 @@ mod tests {
         assert_eq!(
             sum[layout.column(3, 33)],
             src[3 * 40 + 33] + src[160 + 3 * 40 + 33]
+        );
+        let mut panels = vec![0.0; src.len()];
+        layout.panels_to(&src, 2, &mut blocked, &mut panels);
+        // Unit 33 is in the block of units 32..40 (4 x 8 columns from 128):
+        // gate 3, element 1 of its row at row 1, column 3 * 8 + 1 of the panel.
+        assert_eq!(
+            panels[4 * 32 * 2 + 32 + 3 * 8 + 1],
+            src[(3 * 40 + 33) * 2 + 1]
+        );
+        layout.column_panels_to(&src, 2, 1, &mut panels);
+        assert_eq!(
+            panels[160 + layout.column(3, 33)],
+            src[(3 * 40 + 33) * 2 + 1]
         );
         let cell = Layout::for_plan(&plan(1, 1, 256), BLOCK);
         assert!(!cell.blocked());

@@ -124,6 +124,10 @@ impl Isa {
     fn split(self) -> Split {
         match self {}
     }
+
+    fn panel_units(self) -> usize {
+        match self {}
+    }
 }
 
 /// The gate column order of `plan`'s LSTM on this CPU, and the instruction

@@ -112,6 +112,12 @@ impl Isa {
         }
     }
 
+    /// Units in a column panel of `W_hh` for the fused backward (see
+    /// `Layout::column_panels_to`): a tile's four vectors.
+    pub(super) fn panel_units(self) -> usize {
+        4 * self.lanes()
+    }
+
     /// Rows of a full register tile.
     pub(super) fn rows(self) -> usize {
         match self {
