@@ -217,6 +217,9 @@ def test_run_ctx_against_returnn() -> None:
     rrf.get_run_ctx().mark_as_loss(theirs, "b", use_normalized_loss=True)
     want = float(rrf.get_run_ctx().total_loss().raw_tensor)
     rbatch.reset_eager()
+    # Back to RETURNN's default (forward, no train flag), so that later tests
+    # that run RETURNN's modules do not run them in train mode.
+    rrf.init_forward_step_run_ctx()
 
     time = time_template()
     time.dyn_size_ext.raw_tensor = lengths

@@ -1016,6 +1016,20 @@ class RfOptimizer:
         :param float max_value: the limit, finite and > 0
         """
 
+class NoGradScope:
+    """A scope of the tape's no-grad mode, entered by ``enter`` and left by
+    ``exit`` on the same thread: ops in it record nothing for backward, and
+    their results carry no gradient (``rf.stop_gradient_scope``'s ``with``
+    block).
+    """
+    def __init__(self) -> None: ...
+    def enter(self) -> None:
+        """Enters the scope (once)."""
+    def exit(self) -> None:
+        """Leaves the scope (nothing if it was not entered): the previous mode
+        returns.
+        """
+
 rf_batch_dim: Dim
 rf_single_step_dim: Dim
 
@@ -1036,7 +1050,7 @@ def rf_get_default_device() -> str:
     :rtype: str
     """
 
-def rf_combine(
+def combine(
     a: Tensor | float, kind: str, b: Tensor | float, *, allow_broadcast_all_sources: bool = False
 ) -> Tensor:
     """Combines ``a`` and ``b`` elementwise, lined up by dims.
@@ -1059,7 +1073,7 @@ def rf_combine(
     :rtype: Tensor
     """
 
-def rf_compare(
+def compare(
     a: Tensor | float, kind: str, b: Tensor | float, *, allow_broadcast_all_sources: bool = False
 ) -> Tensor:
     """Compares ``a`` and ``b`` elementwise, lined up by dims (as ``combine``).
@@ -1906,6 +1920,21 @@ def rf_layer_norm(
     :param Tensor|None bias: over exactly the ``axis`` dims
     :return: the normalised tensor, with ``x``'s dims
     :rtype: Tensor
+    """
+
+def rf_random_state() -> tuple[int, int]:
+    """The RF random stream's state ``(seed, offset)``; reading it draws nothing.
+
+    :return: the seed and the stream's offset in it
+    :rtype: tuple[int, int]
+    """
+
+def rf_restore_random_state(seed: int, offset: int) -> None:
+    """Continues the RF random stream from a state ``rf_random_state`` returned:
+    the draws that followed it come again.
+
+    :param int seed: the seed
+    :param int offset: the offset in the seed's stream
     """
 
 rf_exports: dict[str, Any]

@@ -104,7 +104,9 @@ pub use matmul::matmul;
 pub use normalization::layer_norm;
 pub use optim::{Optimizer, SlotState};
 pub use pool::{parse_pool_mode, pool};
-pub use random::{dropout, random_normal, random_uniform, set_random_seed};
+pub use random::{
+    dropout, random_normal, random_state, random_uniform, restore_random_state, set_random_seed,
+};
 pub use reduce::{argmax, reduce, ReduceMode};
 pub use shape::{expand_dim, full, full_like, merge_dims, split_dims};
 pub use slice::{slice, split, SliceRange, SliceSize};

@@ -21,6 +21,19 @@ pub fn set_random_seed(seed: u64) {
     OFFSET.store(0, Ordering::SeqCst);
 }
 
+/// The stream's state `(seed, offset)`, for [`restore_random_state`]: reading
+/// it draws nothing.
+pub fn random_state() -> (u64, u64) {
+    (SEED.load(Ordering::SeqCst), OFFSET.load(Ordering::SeqCst))
+}
+
+/// Continues the stream from a state [`random_state`] returned: the draws
+/// that followed it come again.
+pub fn restore_random_state(seed: u64, offset: u64) {
+    SEED.store(seed, Ordering::SeqCst);
+    OFFSET.store(offset, Ordering::SeqCst);
+}
+
 /// The `(seed, offset)` of a draw of `n` values, advancing the stream.
 fn take(n: usize) -> (u64, u64) {
     let offset = OFFSET.fetch_add(rng::blocks_for(n), Ordering::SeqCst);

@@ -87,7 +87,15 @@ Written in Python, on top of them:
   (``verjus.rf.label_smoothing``); ``ctc_greedy_decode``, ``top_k``,
   ``edit_distance`` (``verjus.rf.search``; ``ctc_loss`` is a native op);
   ``search.beam_search`` (a step function's labels over a beam, ``top_k``
-  over beam and vocabulary, the state gathered by back-pointers).
+  over beam and vocabulary, the state gathered by back-pointers);
+- more of RETURNN's names, composed of the above: ``calc_transposed_conv_out_length``,
+  ``make_transposed_conv_out_spatial_dims``, ``expand_make_non_empty``,
+  ``limit_repeats``, ``scaled_gradient_ext`` (a scale, no shift), ``stop_gradient_scope``,
+  ``get_random_state`` / ``set_random_state``, ``control_flow_ctx``,
+  ``set_parameter_copy_behavior_ctx``, ``TensorLayout``, ``rf.hooks``
+  (``Module.register_forward_hook``), and RETURNN's module names ``rf.dims``,
+  ``rf.loss``, ``rf.rand``, ``rf.types``, ... (``verjus.rf._returnn_modules``);
+  docs/returnn.md lists what is still missing, and why.
 
 ``print(x)`` shows a tensor's values (a few of a big one; ``repr``, in error messages,
 its dims only) and a model's dims, options and sub-modules; ``float(loss)`` and
@@ -105,6 +113,7 @@ loss, as PyTorch; ``backward(retain_graph=True)`` allows another);
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -804,3 +813,60 @@ def fill(*, dims: Sequence[Dim], fill_value: Any, dtype: str | None = None) -> T
 
 
 __all__ += ["calc_conv_out_length", "fill", "use_mask_default"]
+
+# More of RETURNN's names, composed of the above: transposed-conv lengths
+# (verjus.rf.transposed_conv), array helpers (.array_), the random state
+# (.random_extra), the control flow context (.control_flow), the dim size device
+# (.device), gradient and parameter-copy helpers (.gradient, .parameter), backend
+# queries and type aliases (.backend), BatchNorm's distributed default
+# (.normalization), tensor layouts (.tensor_layout) and method hooks (.hooks).
+from verjus.rf import hooks, tensor_layout  # noqa: E402
+from verjus.rf.array_ import expand_make_non_empty, limit_repeats  # noqa: E402
+from verjus.rf.backend import (  # noqa: E402
+    ItemKeyType,
+    RawTensorTypes,
+    get_raw_tensor_type,
+    is_backend_raw_tensor_dim_tag_independent,
+)
+from verjus.rf.control_flow import control_flow_ctx, get_current_control_flow_ctx  # noqa: E402
+from verjus.rf.device import get_default_dim_size_device  # noqa: E402
+from verjus.rf.gradient import scaled_gradient_ext, stop_gradient_scope  # noqa: E402
+from verjus.rf.normalization import batch_norm_distributed_default  # noqa: E402
+from verjus.rf.parameter import set_parameter_copy_behavior_ctx  # noqa: E402
+from verjus.rf.random_extra import get_random_state, set_random_state  # noqa: E402
+from verjus.rf.tensor_layout import TensorLayout, get_tensor_layout  # noqa: E402
+from verjus.rf.transposed_conv import (  # noqa: E402
+    calc_transposed_conv_out_length,
+    make_transposed_conv_out_spatial_dims,
+)
+
+__all__ += [
+    "ItemKeyType",
+    "RawTensorTypes",
+    "TensorLayout",
+    "batch_norm_distributed_default",
+    "calc_transposed_conv_out_length",
+    "control_flow_ctx",
+    "expand_make_non_empty",
+    "get_current_control_flow_ctx",
+    "get_default_dim_size_device",
+    "get_random_state",
+    "get_raw_tensor_type",
+    "get_tensor_layout",
+    "hooks",
+    "is_backend_raw_tensor_dim_tag_independent",
+    "limit_repeats",
+    "make_transposed_conv_out_spatial_dims",
+    "scaled_gradient_ext",
+    "set_parameter_copy_behavior_ctx",
+    "set_random_state",
+    "stop_gradient_scope",
+    "tensor_layout",
+]
+
+# Last: RETURNN's groupings by its file names, as modules (``rf.dims``, ``rf.loss``,
+# ``rf.rand``, ...) holding the names above (verjus.rf._returnn_modules).
+from verjus.rf import _returnn_modules  # noqa: E402
+
+globals().update(_returnn_modules.install(sys.modules[__name__]))
+__all__ += list(_returnn_modules.MODULES)

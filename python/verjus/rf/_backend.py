@@ -8,13 +8,17 @@ that refers to backend functions (RETURNN's tests trace
 
 from __future__ import annotations
 
+import numpy as np
+
 from verjus.rf.attention import dot_attention
 
 
 class Backend:
-    """The verjus backend: its ops are the functions of ``verjus.rf``."""
+    """The verjus backend: its ops are the functions of ``verjus.rf``; a tensor's
+    ``raw_tensor`` is a numpy array (``RawTensorType``)."""
 
     name = "verjus"
+    RawTensorType = np.ndarray
     scaled_dot_product_attention = staticmethod(dot_attention)
 
 

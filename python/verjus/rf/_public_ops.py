@@ -166,9 +166,16 @@ def _wrap(name: str, op: BuiltinFunctionType) -> Callable[..., Any]:
     return public
 
 
+# Native ops RETURNN's own code requires to be builtins (its test_rf_base asserts
+# ``isinstance(rf.combine, BuiltinFunctionType)``, as its torch backend makes them):
+# kept as they are, named ``combine`` and ``compare`` natively.
+_KEPT_BUILTIN = frozenset({"combine", "compare"})
+
 # Each native op once, by its public name (``batch_dim`` and the other Dims as they are).
 PUBLIC_OPS: dict[str, Any] = {
-    name: _wrap(name, op) if isinstance(op, BuiltinFunctionType) else op
+    name: _wrap(name, op)
+    if isinstance(op, BuiltinFunctionType) and name not in _KEPT_BUILTIN
+    else op
     for name, op in _verjus.rf_exports.items()
 }
 

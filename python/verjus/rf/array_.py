@@ -1,7 +1,10 @@
 """Array ops whose RETURNN signatures need a little Python around the Rust
 functions: ``split`` (a tuple), ``gather`` (``axis`` from the indices'
 ``sparse_dim``, an ``int`` index) and ``cum_concat_step`` (one frame appended
-per sequence, with ``concat``)."""
+per sequence, with ``concat``); and two of RETURNN's array helpers composed of rf
+ops: ``expand_make_non_empty`` (an empty axis made one zero frame long, ``pad``
+then ``slice``) and ``limit_repeats`` (durations scaled down per sequence so that
+``repeat`` stays within a length factor)."""
 
 from __future__ import annotations
 
@@ -82,3 +85,83 @@ def cum_concat_step(
         )
     one = Dim(1, name=f"{axis.name}_step")
     return _concat((prev_accum, axis), (_expand_dim(source, one), one), out_dim=out_spatial_dim)
+
+
+@takes_dims
+def expand_make_non_empty(
+    source: Tensor, *, axis: Dim, out_dim: Dim | None = None
+) -> tuple[Tensor, Dim]:
+    """``source`` as it is where ``axis`` holds any frame (its padded size is not
+    0); else ``axis`` replaced by a dim one frame long (each sequence's length at
+    least 1), that frame 0, as RETURNN's ``rf.expand_make_non_empty`` (so that no op
+    meets an empty axis).
+
+    :param source: the tensor, over ``axis``
+    :param axis: the axis that may be empty (static of size 0, or dynamic with all
+        lengths 0)
+    :param out_dim: the new dim (by default a new one, ``"non_empty"``); it must
+        have the lengths ``max(axis's lengths, 1)``
+    :return: ``(tensor, axis or the new dim)``
+    """
+    from verjus import rf
+
+    if axis not in source.dims:
+        raise ValueError(
+            f"expand_make_non_empty: axis {axis.name} is not a dim of source "
+            f"{[d.name for d in source.dims]}"
+        )
+    if source.shape[list(source.dims).index(axis)]:
+        return source, axis
+    lengths: int | Tensor = 1
+    if axis.dyn_size_ext is not None:
+        lengths = rf.maximum(axis.get_size_tensor(), 1)
+    if out_dim is None:
+        out_dim = Dim(lengths, name="non_empty")
+    # One zero frame after the (empty) padded axis, then each sequence's length.
+    padded, (frame,) = rf.pad(
+        source, axes=[axis], padding=[(0, 1)], value=0, handle_dynamic_dims=False
+    )
+    return rf.slice(padded, axis=frame, size=lengths, out_dim=out_dim)
+
+
+@takes_dims
+def limit_repeats(repeats: Tensor, *, in_spatial_dim: Dim, max_len_factor: float) -> Tensor:
+    """Repetition counts (durations) scaled down per sequence so that ``rf.repeat``
+    on them gives at most ``max_len_factor`` times the sequence's length, as
+    RETURNN's ``rf.limit_repeats``.
+
+    Every element with a count above 0 keeps one frame; what is above that one
+    frame is scaled, per sequence, by one factor (``budget / surplus``, the frames
+    left after the kept ones over the counts above them), and floored. A sequence
+    within the factor is unchanged (so a second call changes nothing). The padding
+    frames give 0.
+
+    :param repeats: int counts over ``[..., in_spatial_dim]``
+    :param in_spatial_dim: the elements' axis (static or dynamic)
+    :param max_len_factor: the bound on the total per sequence, relative to its
+        length (at least 1, so that the kept frames fit)
+    :return: the counts, with ``repeats``' dims and dtype
+    """
+    from verjus import rf
+
+    if max_len_factor < 1:
+        raise ValueError(f"limit_repeats: max_len_factor must be at least 1, got {max_len_factor}")
+    dtype = repeats.dtype
+
+    def valid(x: Tensor) -> Tensor:  # 0 at the padding frames, keeping the int dtype
+        return rf.where(rf.sequence_mask([in_spatial_dim]), x, rf.zeros_like(x))
+
+    counts = valid(repeats)
+    kept = rf.cast(counts > 0, dtype)  # the one frame each non-empty element keeps
+    above = counts - kept
+
+    def total(x: Tensor) -> Tensor:
+        return rf.cast(rf.reduce_sum(x, axis=in_spatial_dim), "float32")
+
+    limit = rf.cast(in_spatial_dim.get_size_tensor(), "float32") * float(max_len_factor)
+    n_kept, n_above = total(kept), total(above)
+    factor = rf.where(
+        total(counts) > limit, rf.maximum(limit - n_kept, 0.0) / rf.maximum(n_above, 1.0), 1.0
+    )
+    scaled = kept + rf.cast(rf.cast(above, "float32") * factor, dtype)
+    return valid(scaled).copy_transpose(list(repeats.dims))

@@ -3,7 +3,8 @@
 RETURNN's frontend runs on one of several backends (``rf.select_backend_torch()``
 and friends); on verjus the backend is verjus, so these calls are accepted and
 select nothing, and the queries say what verjus is: eager, float32 by default,
-int32 for dim sizes and indices. Devices are chosen with
+int32 for dim sizes and indices; a tensor's ``raw_tensor`` is a numpy array
+(``get_raw_tensor_type``), which knows nothing of dims. Devices are chosen with
 ``rf.set_default_device``.
 
 RETURNN's behavior version and its ``rf_*`` config options (``rf_use_mask``,
@@ -20,9 +21,18 @@ Conformer's defaults).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
+
+import numpy as np
+
+from verjus._verjus import Tensor
+
+# RETURNN's type aliases (``rf.types``): a raw value ``convert_to_tensor`` takes, and
+# a ``Tensor.__getitem__`` key.
+RawTensorTypes = int | float | complex | np.number | np.ndarray | bool | str
+ItemKeyType = RawTensorTypes | Tensor | slice | Sequence[RawTensorTypes | Tensor | slice]
 
 
 class GetModelFunc(Protocol):
@@ -55,6 +65,20 @@ def select_backend_numpy() -> None:
 def get_selected_backend() -> str:
     """``"verjus"``."""
     return "verjus"
+
+
+def get_raw_tensor_type() -> type:
+    """The type of a tensor's ``raw_tensor`` (RETURNN's backend's raw tensor type):
+    ``numpy.ndarray``, the values copied from the device."""
+    from verjus.rf._backend import global_backend
+
+    return global_backend.RawTensorType
+
+
+def is_backend_raw_tensor_dim_tag_independent() -> bool:
+    """True: a ``raw_tensor`` (a numpy array) knows nothing of dims (RETURNN's
+    TF-layers backend is the one where it does)."""
+    return True
 
 
 def is_executing_eagerly() -> bool:

@@ -3,12 +3,22 @@
 verjus runs eagerly, so a condition is read when it is reached: ``cond``
 calls one branch, and only that branch's ops are on the autograd tape (the
 gradient flows through the branch taken, as in any eager framework).
+
+RETURNN's control flow context (``rf.control_flow_ctx`` /
+``rf.get_current_control_flow_ctx``) names the loop or branch a graph backend
+builds ops in. On RETURNN's torch backend, as here, no loop or ``cond`` sets one:
+loops run their steps eagerly and a tensor's ``control_flow_ctx`` is None. So the
+current context is None unless code sets one with ``control_flow_ctx(ctx)`` for a
+block (RETURNN code does, with None, around ops that must not see a loop's);
+the context is kept per thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import contextvars
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from verjus._verjus import Tensor
 
@@ -42,3 +52,27 @@ def assert_(condition: bool | Tensor, message: str, *, stop: bool = True) -> Non
         if stop:
             raise AssertionError(message)
         print(f"assert_ failed: {message}")
+
+
+_control_flow_ctx: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "verjus_rf_control_flow_ctx", default=None
+)
+
+
+@contextmanager
+def control_flow_ctx(ctx: Any = None) -> Iterator[Any]:
+    """``with rf.control_flow_ctx(ctx):`` makes ``ctx`` (a RETURNN
+    ``ControlFlowContext``, or None) the current control flow context for the block,
+    and yields it (see the module docs)."""
+    token = _control_flow_ctx.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _control_flow_ctx.reset(token)
+
+
+def get_current_control_flow_ctx() -> Any:
+    """The control flow context set by the innermost ``control_flow_ctx`` block
+    around this call; None outside any (verjus's loops set none, see the module
+    docs)."""
+    return _control_flow_ctx.get()

@@ -12,8 +12,8 @@ composed form too slow for real sequence lengths.
 from __future__ import annotations
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_matmul as _matmul
 from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus.rf._dim_args import takes_dims

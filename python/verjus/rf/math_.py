@@ -24,10 +24,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import combine as _native_combine
+from verjus._verjus import compare as _native_compare
 from verjus._verjus import rf_abs as _abs
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_combine as _native_combine
-from verjus._verjus import rf_compare as _native_compare
 from verjus._verjus import rf_exp as _exp
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_log as _log

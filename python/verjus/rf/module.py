@@ -149,6 +149,18 @@ class Module:
             raise AttributeError(f"{self!r}: {prefix!r} is not an rf.Module")
         setattr(mod, name, value)
 
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> Any:
+        """Calls ``hook(module, args, kwargs, result)`` after each call of this
+        module, its return value the call's result (RETURNN's; ``verjus.rf.hooks``).
+
+        :param hook: ``(module, args, kwargs, result) -> new result``
+        :param prepend: run it before the hooks already there
+        :return: a ``RemovableHandle``: ``remove()`` removes the hook
+        """
+        from verjus.rf.hooks import setup_post_hook_on_method
+
+        return setup_post_hook_on_method(self, "__call__", hook, prepend=prepend)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The module's computation; each subclass defines its own."""
         raise NotImplementedError(f"{type(self).__name__} does not define __call__")

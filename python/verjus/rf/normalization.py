@@ -48,6 +48,7 @@ __all__ = [
     "LayerNorm",
     "Normalize",
     "RMSNorm",
+    "batch_norm_distributed_default",
     "layer_norm",
     "moments",
     "normalize",
@@ -83,9 +84,10 @@ def _moments_use_fixed_masking() -> bool:
     return behavior_version_at_least(34)
 
 
-def _batch_norm_distributed_default() -> bool:
-    """RETURNN's default of ``BatchNorm``'s ``distributed``: its config option
-    ``rf_batch_norm_distributed``, else False."""
+def batch_norm_distributed_default() -> bool:
+    """RETURNN's default of ``BatchNorm``'s ``distributed`` (statistics over all
+    workers' batches): its config option ``rf_batch_norm_distributed`` where
+    RETURNN's settings are in effect, else False."""
     return bool(returnn_config_bool("rf_batch_norm_distributed"))
 
 
@@ -346,7 +348,7 @@ class BatchNorm(Module):
             raise TypeError(f"BatchNorm: in_dim must be a Dim, got {type(in_dim).__name__}")
         self.in_dim = in_dim
         self.distributed = (
-            distributed if distributed is not None else _batch_norm_distributed_default()
+            distributed if distributed is not None else batch_norm_distributed_default()
         )
         self.use_mask = use_mask
         self.momentum = momentum

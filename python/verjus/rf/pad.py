@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verjus._verjus import Dim, Tensor
-from verjus._verjus import rf_compare as _compare
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_merge_dims as _merge_dims
 from verjus._verjus import rf_pad as _pad

@@ -12,20 +12,52 @@ float32 parameter; the optimizers of ``verjus.rf.optim`` skip parameters whose
 flag is False. Parameters of ``int32``, ``int64`` and ``bool`` dtype (counters,
 masks, running statistics of integers) hold values that ``assign`` replaces;
 they get no gradient and are not trainable.
+
+Copying a parameter (``copy.copy``, ``copy.deepcopy``, so copying a module)
+makes a new parameter over the same dims, initialized anew by the same
+``initial`` (RETURNN's ``"copy_init"``); inside
+``set_parameter_copy_behavior_ctx("share")`` a copy is the parameter itself, so
+a copied module shares its parameters.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
-from verjus._verjus import rf_combine as _combine
+from verjus._verjus import combine as _combine
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus.rf.init import ParamInit, ParamInitType
+
+__all__ = ["Parameter", "set_parameter_copy_behavior_ctx"]
+
+_COPY_BEHAVIORS = ("copy_init", "share")
+_copy_behavior = "copy_init"
+
+
+@contextmanager
+def set_parameter_copy_behavior_ctx(mode: str) -> Iterator[None]:
+    """What copying a parameter gives inside the block, as RETURNN's
+    ``rf.set_parameter_copy_behavior_ctx``: ``"copy_init"`` (the default) a new
+    parameter initialized anew by the same ``initial`` (not the values),
+    ``"share"`` the parameter itself.
+
+    :param mode: ``"copy_init"`` or ``"share"``
+    """
+    global _copy_behavior
+    if mode not in _COPY_BEHAVIORS:
+        raise ValueError(f"set_parameter_copy_behavior_ctx: mode must be one of {_COPY_BEHAVIORS}")
+    previous, _copy_behavior = _copy_behavior, mode
+    try:
+        yield
+    finally:
+        _copy_behavior = previous
+
 
 # Each dtype's numpy storage (bool values are kept as float32 0/1).
 _STORAGE = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.float32}
@@ -162,13 +194,25 @@ class Parameter(Tensor):
                 )
         self.assign(_combine(self, "+", value, allow_broadcast_all_sources=True))
 
+    def __copy__(self) -> Parameter:
+        """As ``__deepcopy__``, with the same ``initial`` object."""
+        if _copy_behavior == "share":
+            return self
+        return self._copy_init(self.initial)
+
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Parameter:
         """A new parameter over the same dims and options, initialized anew by
         the same scheme (RETURNN's ``copy_init``: a deep-copied module, e.g. each
-        layer of ``ConformerEncoder``, draws its own initial values)."""
+        layer of ``ConformerEncoder``, draws its own initial values); inside
+        ``set_parameter_copy_behavior_ctx("share")`` the parameter itself."""
+        if _copy_behavior == "share":
+            return self
         initial = self.initial
         if isinstance(initial, ParamInit):
             initial = copy.deepcopy(initial, memo)
+        return self._copy_init(initial)
+
+    def _copy_init(self, initial: ParamInitType | np.ndarray | None) -> Parameter:
         return type(self)(
             list(self.dims),
             self.dtype,

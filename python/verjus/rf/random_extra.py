@@ -12,10 +12,14 @@ every step after ``reset_step_random_state``. Random numbers carry no
 gradient, so the transforms (integer flooring, truncation by redrawing,
 sampling from a categorical) run on the host where that is simpler.
 
-Not supported: ``get_random_state`` / ``set_random_state`` (the native stream's
-state cannot be read back), ``explicit_state``, ``out`` and ``like``. Unlike
-RETURNN's, ``rf.set_random_seed`` (native) does not move the step-based seeds;
-they start from RETURNN's initial seed 42.
+``get_random_state`` / ``set_random_state`` save and restore the rf random
+stream's position (its seed and offset; reading it draws nothing), so the draws
+after a ``set_random_state(state)`` are those that followed
+``get_random_state()``, in this run or a later one.
+
+Not supported: ``explicit_state``, ``out`` and ``like``. Unlike RETURNN's,
+``rf.set_random_seed`` (native) does not move the step-based seeds; they start
+from RETURNN's initial seed 42.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from verjus._verjus import Dim, Tensor
 from verjus.rf._dim_args import takes_dims
 
 __all__ = [
+    "get_random_state",
     "get_static_step_based_seed",
     "random",
     "random_choice_with_replacement",
@@ -37,7 +42,43 @@ __all__ = [
     "random_truncated_normal",
     "random_uniform",
     "reset_step_random_state",
+    "set_random_state",
 ]
+
+# The key of the rf stream's state in ``get_random_state``'s dict (RETURNN's torch
+# backend uses "cpu" and "cuda..." for torch's generators).
+RANDOM_STATE_KEY = "verjus_rf"
+_STATE_BYTES = 16  # the seed and the offset, 8 bytes each, little-endian
+
+
+def get_random_state() -> dict[str, bytes]:
+    """The rf random stream's state, to restore it with ``set_random_state`` (e.g.
+    after a restart); reading it draws nothing.
+
+    :return: ``{RANDOM_STATE_KEY: the seed and the offset, 16 bytes}``
+    """
+    seed, offset = _verjus.rf_random_state()
+    return {RANDOM_STATE_KEY: seed.to_bytes(8, "little") + offset.to_bytes(8, "little")}
+
+
+def set_random_state(state: dict[str, bytes]) -> None:
+    """Continues the rf random stream where ``get_random_state`` read it. As in
+    RETURNN, the entries of other backends' generators are ignored (the stream then
+    stays as it was).
+
+    :param state: as ``get_random_state`` returned it
+    """
+    saved = state.get(RANDOM_STATE_KEY)
+    if saved is None:
+        return
+    if not isinstance(saved, bytes) or len(saved) != _STATE_BYTES:
+        raise ValueError(
+            f"set_random_state: {RANDOM_STATE_KEY} must be {_STATE_BYTES} bytes"
+            f" (as get_random_state gives), got {saved!r}"
+        )
+    seed, offset = int.from_bytes(saved[:8], "little"), int.from_bytes(saved[8:], "little")
+    _verjus.rf_restore_random_state(seed, offset)
+
 
 _STEP_SEED = 42
 _step_rng = np.random.RandomState(_STEP_SEED)

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import combine as _combine
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_combine as _combine
-from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_pad as _pad

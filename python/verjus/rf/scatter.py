@@ -28,9 +28,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import combine as _combine
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_combine as _combine
-from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_exp as _exp
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_log as _log

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import combine as _combine
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_combine as _combine
 from verjus._verjus import rf_range_over_dim as _range_over_dim
 from verjus._verjus import rf_slice as _slice
 from verjus.rf._dim_args import takes_dims

@@ -12,6 +12,10 @@ per sequence is PyTorch's and TensorFlow's for ``padding="valid"``:
 ``in * stride + filter_size - stride + output_padding``; ``remove_padding``
 drops that many frames at the end.
 
+``calc_transposed_conv_out_length`` and ``make_transposed_conv_out_spatial_dims``
+give those lengths (and RETURNN's for its other paddings) for an int, a Dim or a
+Tensor of lengths, as RETURNN's functions of these names.
+
 ``use_mask`` defaults as in RETURNN (``rf.use_mask_default``): False with a
 RETURNN behavior version up to 22. Unmasked, the padding frames of the dynamic
 dims enter the result as they are, as they do in RETURNN's transposed
@@ -32,7 +36,13 @@ from verjus.rf._dim_args import takes_dims
 from verjus.rf.conv import _over_padded_frames, _unmasked, _Window
 from verjus.rf.module import Module, Parameter
 
-__all__ = ["TransposedConv1d", "TransposedConv2d", "transposed_conv"]
+__all__ = [
+    "TransposedConv1d",
+    "TransposedConv2d",
+    "calc_transposed_conv_out_length",
+    "make_transposed_conv_out_spatial_dims",
+    "transposed_conv",
+]
 
 
 def _per_dim(what: str, value: int | Sequence[int | None] | None, nd: int) -> list[int | None]:
@@ -63,6 +73,159 @@ def _times_plus(dim: Dim, factor: int, term: int) -> Dim:
     """The dim ``dim * factor + term`` (``dim`` itself for 1 and 0)."""
     dim = dim * factor if factor != 1 else dim
     return dim + term if term else dim
+
+
+def _plus(length: int | Dim | Tensor, term: int | Tensor) -> int | Dim | Tensor:
+    """``length + term`` for an int, a Dim (a new dim unless ``term`` is 0; a
+    negative term subtracts) or a Tensor of lengths."""
+    if isinstance(length, Dim):
+        if isinstance(term, Tensor):
+            raise TypeError(
+                "calc_transposed_conv_out_length: a Dim length needs an int filter_size"
+            )
+        if term == 0:
+            return length
+        return length + term if term > 0 else length - (-term)
+    return length + term
+
+
+def calc_transposed_conv_out_length(
+    in_length: int | Dim | Tensor,
+    *,
+    filter_size: int | Dim | Tensor,
+    padding: str | int,
+    output_padding: int | None = None,
+    stride: int | None = None,
+    dilation_rate: int = 1,
+    name: str | None = None,
+) -> int | Dim | Tensor:
+    """The length a transposed convolution gives for ``in_length`` (an int, a Dim
+    or a Tensor of lengths), as RETURNN's ``rf.calc_transposed_conv_out_length``
+    (Keras's ``deconv_output_length``). With ``n = in_length * stride``:
+
+    - ``output_padding`` None: ``"valid"`` (or 0) ``n + max(filter - stride, 0)``,
+      ``"same"`` ``n``, ``"full"`` ``n - (stride + filter - 2)``;
+    - else ``n + filter' - stride - 2 * pad + output_padding``, with ``filter'``
+      the dilated filter size and ``pad`` ``filter' // 2`` (``"same"``), 0
+      (``"valid"``), ``filter' - 1`` (``"full"``) or the int ``padding``.
+
+    As in RETURNN, the dilation enters the second form only.
+
+    :param in_length: the input length(s)
+    :param filter_size: an int, a static Dim, or a Tensor (e.g. per sequence)
+    :param padding: ``"valid"``, ``"same"``, ``"full"`` or an int
+    :param output_padding: extra frames at the end (None: the default length)
+    :param stride: the upsampling factor; by default the (int) filter size
+    :param dilation_rate: the filter's dilation
+    :param name: the name of a new dim (a Dim ``in_length`` only)
+    :return: the output length(s), of ``in_length``'s kind (a Dim: the dim
+        itself where the length does not change)
+    """
+    who = "calc_transposed_conv_out_length"
+    if isinstance(padding, str):
+        padding = padding.lower()
+    if padding not in ("same", "valid", "full") and not isinstance(padding, int):
+        raise ValueError(
+            f"{who}: padding must be 'same', 'valid', 'full' or an int, got {padding!r}"
+        )
+    if isinstance(filter_size, Dim):
+        if filter_size.dimension is None:
+            raise ValueError(f"{who}: filter_size {filter_size} has no static size")
+        filter_size = filter_size.dimension
+    size_int = filter_size if isinstance(filter_size, int) else None
+    if stride is None:
+        if size_int is None:
+            raise ValueError(f"{who}: give stride with a Tensor filter_size")
+        stride = size_int
+    dilated = filter_size
+    if dilation_rate != 1 and size_int != 1:
+        dilated = filter_size + (filter_size - 1) * (dilation_rate - 1)
+    n = in_length
+    if stride != 1:
+        n = in_length * stride
+    if output_padding is None:
+        if padding in ("valid", 0):
+            if size_int is not None:
+                term = max(size_int - stride, 0)
+            else:
+                from verjus import rf
+
+                term = rf.relu(filter_size - stride)
+            out = _plus(n, term)
+        elif padding == "full":
+            out = _plus(n, -(stride + filter_size - 2))
+        elif padding == "same":
+            out = n
+        else:
+            raise ValueError(f"{who}: an int padding {padding} needs output_padding")
+    else:
+        pad = {"same": dilated // 2, "valid": 0, "full": dilated - 1}.get(padding, padding)
+        out = _plus(n, dilated - stride - 2 * pad + output_padding)
+    if isinstance(in_length, Dim) and name is not None and out is not in_length:
+        size = out.dimension if out.dimension is not None else out.dyn_size_ext
+        out = Dim(size, name=name)
+    return out
+
+
+@takes_dims
+def make_transposed_conv_out_spatial_dims(
+    in_spatial_dims: Sequence[Dim],
+    *,
+    filter_size: int | Dim | Sequence[int | Dim],
+    padding: str | int | Sequence[str | int],
+    output_padding: int | Sequence[int | None] | None = None,
+    strides: int | Sequence[int | None] | None = None,
+    dilation_rate: int | Sequence[int] = 1,
+    description_prefix: str | None = None,
+) -> list[Dim]:
+    """The out spatial dims a transposed convolution with these options gives for
+    ``in_spatial_dims`` (``calc_transposed_conv_out_length`` per dim), as RETURNN's
+    ``rf.make_transposed_conv_out_spatial_dims``; each option is one value for all
+    dims or one per dim. A dynamic dim gives a dynamic dim.
+
+    Unlike RETURNN's, ``output_padding`` is passed on (RETURNN's ignores it), so the
+    dims are those ``rf.transposed_conv`` makes with it.
+
+    :param in_spatial_dims: the input's spatial dims
+    :param filter_size: the filter sizes (ints or static Dims)
+    :param padding: ``"valid"``, ``"same"``, ``"full"`` or an int
+    :param output_padding: extra frames at the end (None: the default lengths)
+    :param strides: the upsampling factors (None: the filter sizes)
+    :param dilation_rate: the filter's dilation
+    :param description_prefix: the new dims are named ``<prefix>:spatial<i>``
+    :return: one out dim per input dim (an input dim itself where nothing changes)
+    """
+    dims = list(in_spatial_dims)
+    nd = len(dims)
+
+    def each(what: str, value: object) -> list:
+        if value is None or isinstance(value, (int, str, Dim)):
+            return [value] * nd
+        values = list(value)  # type: ignore[call-overload]
+        if len(values) != nd:
+            raise ValueError(
+                f"make_transposed_conv_out_spatial_dims: {what} {values} needs one entry per"
+                f" spatial dim ({nd})"
+            )
+        return values
+
+    sizes = each("filter_size", filter_size)
+    paddings = each("padding", padding)
+    out_pads = each("output_padding", output_padding)
+    strides_ = each("strides", strides)
+    dilations = each("dilation_rate", dilation_rate)
+    return [
+        calc_transposed_conv_out_length(
+            dims[i],
+            filter_size=sizes[i],
+            padding=paddings[i],
+            output_padding=out_pads[i],
+            stride=strides_[i],
+            dilation_rate=dilations[i],
+            name=f"{description_prefix}:spatial{i}" if description_prefix else None,
+        )
+        for i in range(nd)
+    ]
 
 
 @takes_dims

@@ -19,6 +19,7 @@ mod lstm;
 mod operators;
 mod ops;
 mod optim;
+mod state;
 mod tensor;
 mod window_ops;
 
@@ -99,12 +100,15 @@ fn rf_get_default_device() -> PyResult<String> {
 
 /// Adds the RF classes and functions to `m`, and the dict `rf_exports`:
 /// what `verjus.rf` re-exports as it is, by RETURNN's name (the function's
-/// name without `rf_`).
+/// name without `rf_`). `combine` and `compare` carry RETURNN's names
+/// natively: `verjus.rf` keeps them as the builtins they are (RETURNN's code
+/// checks that they are), where it wraps the others (rf/_public_ops.py).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDim>()?;
     m.add_class::<dim::DimTypes>()?;
     m.add_class::<PyTensor>()?;
     m.add_class::<optim::PyOptimizer>()?;
+    m.add_class::<state::NoGradScope>()?;
     let batch_dim = Bound::new(m.py(), PyDim(verjus::rf::batch_dim()))?;
     m.add("rf_batch_dim", &batch_dim)?;
     let single_step_dim = Bound::new(m.py(), PyDim(verjus::rf::single_step_dim()))?;
@@ -174,6 +178,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(window_ops::rf_pool, m)?,
         wrap_pyfunction!(attention::rf_fused_dot_attention, m)?,
         wrap_pyfunction!(ops::rf_layer_norm, m)?,
+        wrap_pyfunction!(state::rf_random_state, m)?,
+        wrap_pyfunction!(state::rf_restore_random_state, m)?,
     ];
     let exports = PyDict::new(m.py());
     exports.set_item("batch_dim", batch_dim)?;

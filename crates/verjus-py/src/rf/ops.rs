@@ -78,7 +78,7 @@ fn run_on(
 /// :return: element-wise combination of ``a`` and ``b``
 /// :rtype: Tensor
 #[pyfunction]
-#[pyo3(signature = (a, kind, b, *, allow_broadcast_all_sources = false))]
+#[pyo3(name = "combine", signature = (a, kind, b, *, allow_broadcast_all_sources = false))]
 pub(super) fn rf_combine(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,
@@ -102,7 +102,7 @@ pub(super) fn rf_combine(
 /// :return: element-wise comparison of ``a`` and ``b``, dtype bool
 /// :rtype: Tensor
 #[pyfunction]
-#[pyo3(signature = (a, kind, b, *, allow_broadcast_all_sources = false))]
+#[pyo3(name = "compare", signature = (a, kind, b, *, allow_broadcast_all_sources = false))]
 pub(super) fn rf_compare(
     py: Python<'_>,
     a: &Bound<'_, PyAny>,

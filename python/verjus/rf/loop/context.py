@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_from_numpy as _from_numpy
 from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_full_like as _full_like

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from verjus._verjus import Dim, Tensor
+from verjus._verjus import compare as _compare
 from verjus._verjus import rf_cast as _cast
-from verjus._verjus import rf_compare as _compare
 from verjus._verjus import rf_where as _where
 from verjus.rf._dim_args import takes_dims
 from verjus.rf.array_ import gather
