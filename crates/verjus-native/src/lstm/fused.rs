@@ -24,11 +24,11 @@
 //! block may be partial, its vector masked) and a CPU with AVX-512F or AVX2
 //! and FMA; `super::plan_layout` says whether a plan gets it and with which.
 //! The kernel is written once over [`Simd`]; `fused_step` and `fused_stage`
-//! enter it through one function per instruction set (see [`super::simd`]).
+//! enter it through one function per instruction set (see [`super::isa`]).
 
 use super::backward::Step as BackwardStep;
 use super::forward::Step as ForwardStep;
-use super::simd::{Avx2, Avx512, Isa, Simd};
+use super::isa::{Avx2, Avx512, Isa, Simd};
 use super::tile::{
     accumulate, dispatch_tile, load_tile, store_tile, zeros, Lanes, Lhs, Rows, Tile,
 };

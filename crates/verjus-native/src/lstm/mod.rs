@@ -23,9 +23,9 @@ mod forward;
 #[cfg(target_arch = "x86_64")]
 mod fused;
 mod gates;
-mod layout;
 #[cfg(target_arch = "x86_64")]
-mod simd;
+mod isa;
+mod layout;
 mod team;
 #[cfg(target_arch = "x86_64")]
 mod tile;
@@ -90,7 +90,7 @@ impl<'a> Operands<'a> {
 }
 
 #[cfg(target_arch = "x86_64")]
-use simd::Isa;
+use isa::Isa;
 
 /// How the fused steps share a sequence's work among threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! value: through a `&mut` LLVM kept a tile that two products added to in
 //! memory (2.4x slower).
 
-use super::simd::Simd;
+use super::isa::Simd;
 
 /// An `R x NQ` tile of vectors.
 pub(super) type Tile<S, const R: usize, const NQ: usize> = [[<S as Simd>::V; NQ]; R];

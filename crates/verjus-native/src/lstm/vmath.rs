@@ -9,7 +9,7 @@
 //! suite allows between backends), and AVX2's from AVX-512's not at all: the
 //! same operations in the same order, lane by lane.
 
-use super::simd::Simd;
+use super::isa::Simd;
 
 /// `e^x`, about 2 ulp for normal results; `+inf` above `ln(f32::MAX)`, 0 (or a
 /// subnormal) far below.
@@ -61,7 +61,7 @@ pub(super) fn tanh<S: Simd>(s: S, x: S::V) -> S::V {
 
 #[cfg(test)]
 mod tests {
-    use super::super::simd::{Avx2, Avx512};
+    use super::super::isa::{Avx2, Avx512};
     use super::*;
     use verjus_core::math::fast;
 
