@@ -31,7 +31,7 @@ step "Python virtual environment .venv"
 setup_venv
 
 step "build and install the Python package (maturin develop --release)"
-maturin develop --release
+PIP_QUIET=1 maturin develop --release # its pip step quiet: no list of what is installed
 
 step "verjus train examples/nets/fashion_cnn.json"
 verjus train examples/nets/fashion_cnn.json --data fashion-mnist --epochs 3 \
