@@ -17,34 +17,20 @@ mode on this thread.
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from verjus._verjus import Dim, NoGradScope, Tensor
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._native_scope import NativeScope
 
 __all__ = ["scaled_gradient", "scaled_gradient_ext", "stop_gradient_scope"]
 
 
-class stop_gradient_scope:  # noqa: N801 (RETURNN's name)
+class stop_gradient_scope(NativeScope):  # noqa: N801 (RETURNN's name)
     """``with rf.stop_gradient_scope(): ...``: the ops in the block record nothing
     for backward, so their results carry no gradient (as ``rf.stop_gradient`` of
     each). Scopes nest; the scope belongs to the thread that enters it."""
 
-    def __init__(self) -> None:
-        self._guard = NoGradScope()
-
-    def __enter__(self) -> stop_gradient_scope:
-        self._guard.enter()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._guard.exit()
+    guard_type = NoGradScope
 
 
 def scaled_gradient(source: Tensor, scale: float | Tensor) -> Tensor:

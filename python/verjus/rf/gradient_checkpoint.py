@@ -14,29 +14,15 @@ or noisy weight is never kept for backward.
 
 from __future__ import annotations
 
-from types import TracebackType
-
 from verjus._verjus import CheckpointScopeGuard
+from verjus.rf._native_scope import NativeScope
 
 __all__ = ["gradient_checkpoint_scope"]
 
 
-class gradient_checkpoint_scope:  # noqa: N801 (RETURNN's name)
+class gradient_checkpoint_scope(NativeScope):  # noqa: N801 (RETURNN's name)
     """``with rf.gradient_checkpoint_scope(): ...``: the ops in the block are
     not kept for backward but run again there (same random numbers). Scopes
     nest; the scope belongs to the thread that enters it."""
 
-    def __init__(self) -> None:
-        self._guard = CheckpointScopeGuard()
-
-    def __enter__(self) -> gradient_checkpoint_scope:
-        self._guard.enter()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._guard.exit()
+    guard_type = CheckpointScopeGuard
