@@ -97,3 +97,20 @@ def test_regularized_run_prints_peak_memory(
         assert "peak memory per step" in out
         assert "tape saved peak" in out
         assert ("ep 1 train" in err) is ("--no-progress" not in scope)
+
+
+def test_a_log_gets_progress_lines_unless_no_progress(
+    example, fortunes: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where stderr is no terminal (``capsys``'s), lines instead of a bar, here one
+    a step (``VERJUS_PROGRESS_INTERVAL=0``; by default one every 30 s)."""
+    monkeypatch.setenv("VERJUS_PROGRESS_INTERVAL", "0")
+    args = ["--data", str(fortunes), "--epochs", "1", "--max-batches", "2"]
+    line = r"^ep 1 {}: step (\d+), \d+:\d\d:\d\d elapsed, [\d,.]+ (?:steps/s|s/step), ce="
+    example.main(args)
+    out, err = capsys.readouterr()
+    assert re.findall(line.format("train"), err, re.M) == ["1", "2"], err[-2000:]
+    assert re.findall(line.format("validation eval"), err, re.M)[:1] == ["1"], err[-2000:]
+    assert "elapsed" not in out
+    example.main([*args, "--no-progress"])
+    assert "elapsed" not in "".join(capsys.readouterr())

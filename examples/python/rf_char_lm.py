@@ -26,9 +26,10 @@ and the lengths of successive batches vary. After each epoch the same step
 scores the validation texts (train flag off); the line printed gives their bits
 per character (the mean cross-entropy over every real validation frame, / ln 2),
 the mean training loss (per real frame) and the time. While an epoch runs, the
-engine's progress bar (tqdm, on stderr, and only when stderr is a terminal, as
-``verjus train`` draws its bar) counts its steps with their rate and the last
-step's loss, and then the validation steps; ``--no-progress`` turns it off.
+engine's progress on stderr (as ``verjus train`` shows its own: a tqdm bar on
+a terminal, elsewhere, as in a log file, a line at most every 30 s) counts its
+steps with their rate and the last step's loss, and then the validation steps;
+``--no-progress`` turns it off.
 
 Measured (3 epochs, seed 0, 2 cores under heavy load): ``--init torch``
 2.949 / 2.695 / 2.577 bits per character through the engine, 2.957 / 2.738 /
@@ -371,7 +372,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--weight-noise", type=float, default=0.0, metavar="STD")
     p.add_argument("--checkpoint-scope", action="store_true")
     p.add_argument("--data", default=None, help="fortunes folder (default: $VERJUS_FORTUNES)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress (bar or log lines)")
     return p.parse_args(argv)
 
 
@@ -436,8 +437,9 @@ def main(argv: Sequence[str] | None = None) -> Result:
         num_epochs=args.epochs,
         random_seed=args.seed,
         log=lambda line: None,
-        # The steps of each epoch on a progress bar, when stderr is a terminal.
-        progress=False if args.no_progress else None,
+        # The steps of each epoch on a progress bar on a terminal, else in a line
+        # every 30 s.
+        progress=not args.no_progress,
         on_epoch_end=report,
     )
     model = engine.init_model()

@@ -666,7 +666,7 @@ def _parser() -> argparse.ArgumentParser:
         help="continue the run in --out from its last checkpoint up to --epochs in all "
         "(repeat its definition and settings)",
     )
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--no-progress", action="store_true", help="no progress (bar or log lines)")
     train.add_argument(
         "--nproc",
         type=BATCH_SIZE,

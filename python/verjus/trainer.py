@@ -3,9 +3,10 @@
 The trainer owns the solver and the loss and trains the network it was given
 (the same object: its ``forward`` sees the new weights). Each step — forward,
 loss, backward and the fused optimizer update — runs in Rust with the GIL
-released; ``fit`` only loops over epochs, keeps the history, draws the
-progress bar (tqdm, on stderr, and only when stderr is a terminal) and prints
-one line per epoch on stdout (``verbose=0`` turns it off).
+released; ``fit`` only loops over epochs, keeps the history, shows the
+progress (on stderr: a tqdm bar on a terminal, elsewhere a line every 30 s;
+``verjus._progress``) and prints one line per epoch on stdout (``verbose=0``
+turns it off).
 
     trainer = verjus.Trainer(net, verjus.optim.Adam(lr=1e-3), loss="cross_entropy")
     history = trainer.fit(x, y, epochs=5, batch_size=128, validation_data=(xt, yt))
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,10 +33,10 @@ from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
-from tqdm.auto import tqdm
 
 from verjus import _verjus, distributed
 from verjus._config import dumps_finite
+from verjus._progress import EpochProgress
 from verjus._seqfit import SequenceBatches, fit_sequences
 from verjus.data import TextBatcher
 from verjus.network import Network
@@ -123,35 +123,25 @@ def _loss_json(loss: str | Mapping[str, Any], label_smoothing: float) -> str:
 
 
 class _Progress:
-    """A tqdm bar over an epoch's steps, refreshed at most 5 times a second."""
+    """An epoch's steps on a bar or in log lines (``verjus._progress``), with the
+    running mean loss and the examples a second."""
 
     def __init__(self, total: int, desc: str, enabled: bool) -> None:
-        self.bar = tqdm(
-            total=total,
-            desc=desc,
-            unit="step",
-            leave=False,
-            file=sys.stderr,
-            dynamic_ncols=True,
-            disable=not (enabled and sys.stderr.isatty()),
-        )
-        self.start = time.perf_counter()
-        self.shown = self.start
+        self.progress = EpochProgress(desc, enabled, total)
         self.loss_sum = 0.0
         self.seen = 0
 
     def step(self, examples: int, loss: float) -> None:
         self.loss_sum += loss * examples
         self.seen += examples
-        self.bar.update(1)
-        now = time.perf_counter()
-        if now - self.shown >= 0.2:
-            self.shown = now
-            rate = self.seen / max(now - self.start, 1e-9)
-            self.bar.set_postfix_str(f"loss {self.loss_sum / self.seen:.4f}, {rate:,.0f} ex/s")
+        self.progress.step(self.describe)
+
+    def describe(self) -> str:
+        rate = self.seen / max(self.progress.elapsed(), 1e-9)
+        return f"loss {self.loss_sum / max(self.seen, 1):.4f}, {rate:,.0f} ex/s"
 
     def close(self) -> None:
-        self.bar.close()
+        self.progress.close()
 
 
 class Trainer:
@@ -316,8 +306,10 @@ class Trainer:
             epoch 1/3: train loss 0.4921, val loss 0.3935, val accuracy 0.8571 (9.8 s, ...)
 
         The two outputs are apart: ``verbose=0`` turns off the lines, and
-        ``progress=False`` the progress bar over each epoch's steps (drawn on
-        stderr when it is a terminal, and removed when the epoch ends).
+        ``progress=False`` the progress over each epoch's steps, on stderr: a
+        bar on a terminal (removed when the epoch ends), elsewhere (a log file)
+        a line at most every 30 s (``VERJUS_PROGRESS_INTERVAL`` seconds when
+        set), none in a shorter epoch.
         Returns the ``History``: per epoch ``epoch``, ``train_loss``,
         ``seconds``, ``examples_per_second`` and, with validation data,
         ``val_loss`` and ``val_accuracy``.

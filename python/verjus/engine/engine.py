@@ -31,6 +31,10 @@ the epoch, and the optimizer state is saved with the parameters.
 With ``distributed`` (RETURNN's ``torch_distributed``) and several ranks, it
 trains data-parallel (``data_parallel``).
 
+While an epoch or an evaluation runs, ``progress`` (on unless ``False``) shows
+its steps and the last step's losses on stderr: a tqdm bar on a terminal,
+elsewhere (a log file) a line at most every 30 s (``verjus._progress``).
+
 The learning rate of an epoch is ``learning_rate_control``'s (RETURNN's
 ``LearningRateControl``, or any object with ``get_learning_rate_for_epoch``
 and ``set_epoch_error``), else ``learning_rates[epoch - 1]`` while the list
@@ -41,7 +45,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -53,6 +56,7 @@ import numpy as np
 import verjus.rf as rf
 from verjus import distributed as dist
 from verjus._files import write_text_atomic
+from verjus._progress import EpochProgress, hms
 from verjus.engine import checkpoints
 from verjus.engine.batching import Prefetcher, batches, collate, shuffle_batches
 from verjus.engine.data_parallel import DataParallel, rank_seed_offset, this_ranks
@@ -158,7 +162,7 @@ class Engine:
                 device = f"cuda:{dist.rank_env().local_rank}"  # a rank's own GPU
         main = dist.is_main_process()
         self.log = (log or (lambda line: print(line, flush=True))) if main else _quiet
-        self.progress = (sys.stderr.isatty() if progress is None else progress) and main
+        self.progress = (progress is None or bool(progress)) and main
         if data_worker not in ("process", "thread"):
             raise ValueError(f"data_worker must be 'process' or 'thread', got {data_worker!r}")
         self.data_worker = data_worker
@@ -361,7 +365,7 @@ class Engine:
         elapsed = time.monotonic() - begin
         scores = _scores(sums, norms)
         self.log(
-            f"Epoch {epoch}: Trained {steps} steps, {_hms(elapsed)} elapsed "
+            f"Epoch {epoch}: Trained {steps} steps, {hms(elapsed)} elapsed "
             f"({computing / elapsed:.1%} computing time, {1 - frames / max(padded, 1):.1%} padding)"
         )
         self.log(f"Epoch {epoch}: Total train loss: {_format_score(scores)}")
@@ -491,7 +495,7 @@ class Engine:
     ) -> None:
         """A step's line, as RETURNN's log prints it at verbosity 5."""
         shown = ", ".join(f"{k} {_format_value(v)}" for k, v in scores.items())
-        elapsed = _hms(time.monotonic() - begin)
+        elapsed = hms(time.monotonic() - begin)
         self.log(f"{prefix}, step {step}, {shown}, {seconds:.3f} sec/step, elapsed {elapsed}")
 
     def _save(self, epoch: int) -> None:
@@ -670,24 +674,16 @@ def _format_score(score: Mapping[str, float]) -> str:
     return " ".join(f"{k} {_format_value(v)}" for k, v in score.items())
 
 
-def _hms(seconds: float) -> str:
-    s = int(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
-
-
 def _progress(enabled: bool, desc: str) -> Callable[[dict[str, float] | None], None]:
-    """A progress bar's update function (scores of a step; ``None`` closes it)."""
-    if not enabled:
-        return lambda scores: None
-    from tqdm import tqdm
-
-    bar = tqdm(desc=desc, unit="step", leave=False, dynamic_ncols=True)
+    """Progress over steps (``verjus._progress``: a bar on a terminal, else a line
+    now and then) as an update function: a step's scores, ``None`` at the end.
+    The text after the counts is the last step's scores."""
+    progress = EpochProgress(desc, enabled)
 
     def update(scores: dict[str, float] | None) -> None:
         if scores is None:
-            bar.close()
+            progress.close()
             return
-        bar.set_postfix({k: f"{v:.4g}" for k, v in scores.items()}, refresh=False)
-        bar.update()
+        progress.step(lambda: ", ".join(f"{k}={v:.4g}" for k, v in scores.items()))
 
     return update
