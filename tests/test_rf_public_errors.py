@@ -144,7 +144,10 @@ def test_every_native_op_shows_types_in_its_errors() -> None:
     checked = 0
     for name, op in _verjus.rf_exports.items():
         public = getattr(rf, name)
-        if getattr(public, "__wrapped__", None) is not op:
+        # Python functions with RETURNN's dtype rules that explain their errors alike
+        # (``verjus.rf._public_ops.replaces_native``).
+        replaced = name in ("where", "full") and public.extends_native is op
+        if getattr(public, "__wrapped__", None) is not op and not replaced:
             continue  # a Dim, or a Python function of RETURNN's fuller signature
         checked += 1
         with pytest.raises(TypeError) as info:

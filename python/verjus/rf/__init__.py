@@ -437,13 +437,23 @@ def ones(
 
 
 def zeros_like(other: Tensor) -> Tensor:
-    """Zeros with ``other``'s dims and dtype."""
-    return _verjus.rf_full_like(other, 0.0)
+    """Zeros with ``other``'s dims, dtype, ``sparse_dim`` and ``feature_dim``."""
+    return _filled_like(other, 0.0)
 
 
 def ones_like(other: Tensor) -> Tensor:
-    """Ones with ``other``'s dims and dtype."""
-    return _verjus.rf_full_like(other, 1.0)
+    """Ones with ``other``'s dims, dtype, ``sparse_dim`` and ``feature_dim``."""
+    return _filled_like(other, 1.0)
+
+
+def _filled_like(other: Tensor, value: float) -> Tensor:
+    out = _verjus.rf_full_like(other, value)
+    # As RETURNN's: the sparse and feature dims too (``out`` is a new handle).
+    if other.sparse_dim is not None:
+        out.sparse_dim = other.sparse_dim
+    if other.feature_dim is not None:
+        out.feature_dim = other.feature_dim
+    return out
 
 
 @takes_dims
@@ -790,26 +800,25 @@ __all__ += [
 ]
 
 # RETURNN-signature wrappers of native ops: ``pad`` with a Tensor value, ``slice`` with
-# Tensor positions, ``sequence_mask`` with ``device`` (verjus.rf.pad, .slicing,
-# .sequence_mask; their names are in ``__all__`` already, from ``rf_exports``), and ops
+# Tensor positions, ``sequence_mask`` with ``device``, ``where`` and ``full`` with
+# RETURNN's dtypes of plain numbers (verjus.rf.pad, .slicing, .sequence_mask, .array_,
+# .shape_ops; their names are in ``__all__`` already, from ``rf_exports``), and ops
 # over nested structures of Tensors and Dims (verjus.rf.nested, as ``rf.nested``).
 from verjus.rf import nested  # noqa: E402
+from verjus.rf.array_ import where  # noqa: E402, F401
 from verjus.rf.pad import pad  # noqa: E402, F401
 from verjus.rf.sequence_mask import sequence_mask  # noqa: E402, F401
+from verjus.rf.shape_ops import full  # noqa: E402
 from verjus.rf.slicing import slice  # noqa: E402, F401
 
 __all__ += ["nested"]
 
-# Sine and cosine (native), conv lengths, RETURNN's fill and use_mask default
+# Sine and cosine (native), conv lengths, RETURNN's fill (``full``) and use_mask default
 # (verjus.rf.conv, verjus.rf.backend).
 from verjus.rf.backend import use_mask_default  # noqa: E402
 from verjus.rf.conv import calc_conv_out_length  # noqa: E402
 
-
-@takes_dims
-def fill(*, dims: Sequence[Dim], fill_value: Any, dtype: str | None = None) -> Tensor:
-    """RETURNN's ``rf.fill``: ``fill_value`` over ``dims`` (``rf.full``)."""
-    return _verjus.rf_full(dims=dims, fill_value=fill_value, dtype=dtype)
+fill = full  # RETURNN's alias
 
 
 __all__ += ["calc_conv_out_length", "fill", "use_mask_default"]

@@ -19,6 +19,13 @@ frame: the signature text is worked out here, once; the arguments are looked at 
 when the call has failed. Modules that bind a native op as a public default or alias
 (``rf.swish``, ``FeedForward``'s ``activation``) take it from ``public_op`` so that it
 is the same object as ``rf.<name>``.
+
+Where RETURNN keeps the source's ``sparse_dim`` on an op's integer result (its backends
+copy the source's template: ``cast`` between integer dtypes, ``expand_dim``,
+``split_dims``, ``abs``, ``reduce_max`` / ``reduce_min`` / ``reduce_sum``) and the native
+op drops it, the wrapper sets it again (``KEEPS_SPARSE_DIM``). A Python function that
+stands for a native op with RETURNN's fuller rules (``rf.where``'s numbers, ``rf.full``'s
+dtype) is decorated with ``replaces_native``, which explains its TypeErrors alike.
 """
 
 from __future__ import annotations
@@ -28,13 +35,15 @@ import inspect
 import re
 from collections.abc import Callable
 from types import BuiltinFunctionType
-from typing import Any
+from typing import Any, TypeVar
 
 from verjus import _verjus
 from verjus._verjus import Dim, Tensor
 from verjus.rf._dim_args import _slip
 
-__all__ = ["PUBLIC_OPS", "public_op"]
+__all__ = ["KEEPS_SPARSE_DIM", "PUBLIC_OPS", "public_op", "replaces_native"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _PARAM_TYPE = re.compile(r":param ([^:\n]+?) (\w+):")
 # A parameter taking Dims only (``Dim``, ``Dim | None``, ``Sequence[Dim]``, ``tuple[Tensor,
@@ -61,17 +70,28 @@ class _Annotation:
 class _Op:
     """What an error of one native op is explained with, worked out once."""
 
-    def __init__(self, name: str, op: BuiltinFunctionType) -> None:
+    def __init__(
+        self, name: str, op: Callable[..., Any], native: BuiltinFunctionType | None = None
+    ) -> None:
         self.name = name
-        # ``rf_softmax() got ...``; ``verjus._verjus.rf_get_default_device() takes no ...``.
-        self.native_prefixes = (f"{op.__name__}() ", f"{op.__module__}.{op.__name__}() ")
+        # ``rf_softmax() got ...``; ``verjus._verjus.rf_get_default_device() takes no ...``;
+        # for a Python function, also those of the native op it calls.
+        self.native_prefixes = tuple(
+            prefix
+            for f in (op, native)
+            if f is not None
+            for prefix in (f"{f.__name__}() ", f"{f.__module__}.{f.__name__}() ")
+        )
         types = {m.group(2): m.group(1).strip() for m in _PARAM_TYPE.finditer(op.__doc__ or "")}
         self.signature = inspect.signature(op)
         shown = [
             p.replace(annotation=_Annotation(types[p.name])) if p.name in types else p
             for p in self.signature.parameters.values()
         ]
-        self.text = f"rf.{name}{self.signature.replace(parameters=shown)}"
+        shown_signature = self.signature.replace(
+            parameters=shown, return_annotation=inspect.Signature.empty
+        )
+        self.text = f"rf.{name}{shown_signature}"
         self.dim_params = [
             p
             for p, t in types.items()
@@ -153,6 +173,8 @@ class _Op:
 
 def _wrap(name: str, op: BuiltinFunctionType) -> Callable[..., Any]:
     explain = _Op(name, op)
+    if name in KEEPS_SPARSE_DIM:
+        return _wrap_keeping_sparse_dim(name, op, explain)
 
     @functools.wraps(op)
     def public(*args: Any, **kwargs: Any) -> Any:
@@ -161,9 +183,67 @@ def _wrap(name: str, op: BuiltinFunctionType) -> Callable[..., Any]:
         except TypeError as error:
             raise TypeError(explain.message(error, args, kwargs)) from error
 
+    return _publish(public, name)
+
+
+def _publish(public: Callable[..., Any], name: str) -> Callable[..., Any]:
     public.__name__ = public.__qualname__ = name
     public.__module__ = "verjus.rf"
     return public
+
+
+# Native ops whose integer result RETURNN gives the source's ``sparse_dim`` (its
+# backends copy the source's template; ``cast`` to another integer dtype keeps it, to
+# float or bool drops it), and the native ops do not.
+KEEPS_SPARSE_DIM = frozenset(
+    {"abs", "cast", "expand_dim", "reduce_max", "reduce_min", "reduce_sum", "split_dims"}
+)
+_INT_DTYPES = ("int32", "int64")
+
+
+def _wrap_keeping_sparse_dim(
+    name: str, op: BuiltinFunctionType, explain: _Op
+) -> Callable[..., Any]:
+    """``_wrap``'s wrapper, which also gives an integer result the source's (the first
+    argument's) ``sparse_dim`` where the native op dropped it."""
+    source_name = next(iter(explain.signature.parameters))
+
+    @functools.wraps(op)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        try:
+            out = op(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(explain.message(error, args, kwargs)) from error
+        sparse_dim = (args[0] if args else kwargs[source_name]).sparse_dim
+        if sparse_dim is not None and out.sparse_dim is None and out.dtype in _INT_DTYPES:
+            out.sparse_dim = sparse_dim  # the result is a new handle: set in place
+        return out
+
+    return _publish(public, name)
+
+
+def replaces_native(name: str, native: BuiltinFunctionType) -> Callable[[F], F]:
+    """Decorates the Python function that is ``rf.<name>`` in place of the native op
+    ``native`` (which it calls, unwrapped), with RETURNN's fuller rules: its TypeErrors
+    (a call that does not fit its signature, or the native op's own) name ``rf.<name>``
+    and its signature (the types from its docstring's ``:param TYPE name:`` lines) with
+    the hint for a Dim, as the wrappers of the native ops do. It is named ``<name>`` in
+    ``verjus.rf`` and ``extends_native`` is ``native`` (see tests/test_docs.py)."""
+
+    def decorate(func: F) -> F:
+        explain = _Op(name, func, native)
+
+        @functools.wraps(func)
+        def public(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(explain.message(error, args, kwargs)) from error
+
+        public.extends_native = native  # type: ignore[attr-defined]
+        return _publish(public, name)  # type: ignore[return-value]
+
+    return decorate
 
 
 # Native ops RETURNN's own code requires to be builtins (its test_rf_base asserts

@@ -1,7 +1,8 @@
 """Array ops whose RETURNN signatures need a little Python around the Rust
 functions: ``split`` (a tuple), ``gather`` (``axis`` from the indices'
 ``sparse_dim``, an ``int`` index) and ``cum_concat_step`` (one frame appended
-per sequence, with ``concat``); and two of RETURNN's array helpers composed of rf
+per sequence, with ``concat``), ``where`` (a number takes the other operand's dtype,
+as in RETURNN); and two of RETURNN's array helpers composed of rf
 ops: ``expand_make_non_empty`` (an empty axis made one zero frame long, ``pad``
 then ``slice``) and ``limit_repeats`` (durations scaled down per sequence so that
 ``repeat`` stays within a length factor)."""
@@ -9,6 +10,7 @@ then ``slice``) and ``limit_repeats`` (durations scaled down per sequence so tha
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,9 +18,12 @@ from verjus._verjus import Dim, Tensor
 from verjus._verjus import rf_concat as _concat
 from verjus._verjus import rf_expand_dim as _expand_dim
 from verjus._verjus import rf_from_numpy as _from_numpy
+from verjus._verjus import rf_full as _full
 from verjus._verjus import rf_gather as _gather
 from verjus._verjus import rf_split as _split
+from verjus._verjus import rf_where as _where
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._public_ops import replaces_native
 
 
 @takes_dims
@@ -50,6 +55,71 @@ def gather(
         if axis is None:
             raise ValueError("gather: give axis, or indices with a sparse_dim")
     return _gather(source, indices=indices, axis=axis, clip_to_valid=clip_to_valid)
+
+
+# A plain number's dtype (RETURNN's ``convert_to_tensor``: the default int and float
+# dtypes), and which is the wider of two.
+_NUMBER = (int, float, np.number, np.bool_)
+_WIDER = {"bool": 0, "int32": 1, "float32": 2}
+
+
+def _number_dtype(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return "int32" if isinstance(value, (int, np.integer)) else "float32"
+
+
+def _as_dtype(value: Any, dtype: str) -> Any:
+    """The number ``value`` as a scalar of ``dtype`` (as ``torch.full`` converts it:
+    for an int dtype truncated towards 0, for bool ``value != 0``)."""
+    if not isinstance(value, _NUMBER):
+        return value  # (not a number: the native op names it in its TypeError)
+    if dtype == "bool":
+        value = bool(value)
+    elif dtype in ("int32", "int64"):
+        value = int(value)
+    return _full(dims=[], fill_value=value, dtype=dtype)
+
+
+@replaces_native("where", _where)
+def where(
+    cond: Tensor | bool,
+    true_: Tensor | float | int | bool,
+    false_: Tensor | float | int | bool,
+    *,
+    allow_broadcast_all_sources: bool = False,
+) -> Tensor:
+    """``true_`` where ``cond`` else ``false_``, elementwise, lined up by dims.
+
+    The result's dims are the union of the three operands' dims in order of
+    appearance (``cond``'s, ``true_``'s, ``false_``'s). The value not chosen is
+    never read, so an inf or NaN there does not reach the result or its
+    gradient. As in RETURNN, a number takes the dtype of the other operand when that
+    is a Tensor (``where(mask, int_tensor, 0)`` stays an int tensor, with its
+    ``sparse_dim``; a float is truncated towards 0 for an int tensor); two numbers
+    are a bool, int32 or float32 scalar each, and the result is of the wider dtype.
+
+    :param Tensor cond: a bool tensor (or a bool)
+    :param Tensor | float true_: the values where ``cond`` holds
+    :param Tensor | float false_: the values elsewhere
+    :param bool allow_broadcast_all_sources: if True, no operand needs to have
+      all dims of the result; otherwise that is an error
+    :return: ``true_ if cond else false_``, elementwise; the dtype of the Tensor
+      operands (float32 where two differ), the ``sparse_dim`` of ``true_``, else
+      of ``false_``
+    :rtype: Tensor
+    """
+    if isinstance(cond, (bool, np.bool_)):
+        cond = _from_numpy(np.array(cond, np.float32), [], "bool", False, None, None)
+    true_is, false_is = isinstance(true_, Tensor), isinstance(false_, Tensor)
+    if not (true_is and false_is):
+        if true_is or false_is:
+            dtype = (true_ if true_is else false_).dtype
+        else:
+            dtype = max(_number_dtype(true_), _number_dtype(false_), key=_WIDER.__getitem__)
+        if dtype != "float32":  # (a float32 one: the native op's own scalar)
+            true_, false_ = _as_dtype(true_, dtype), _as_dtype(false_, dtype)
+    return _where(cond, true_, false_, allow_broadcast_all_sources=allow_broadcast_all_sources)
 
 
 @takes_dims

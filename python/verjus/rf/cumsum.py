@@ -38,7 +38,8 @@ def cumsum(source: Tensor, *, spatial_dim: Dim) -> Tensor:
     :param source: float32, int32 or int64 (an integer source is summed in
         float32, exact while the sums stay below ``2**24``, and cast back)
     :param spatial_dim: the dim to sum along, one of ``source``'s dims
-    :return: the running sums, with ``source``'s dims (in its order) and dtype
+    :return: the running sums, with ``source``'s dims (in its order), dtype and
+        ``sparse_dim``
     """
     if spatial_dim not in source.dims:
         have = ", ".join(d.name for d in source.dims)
@@ -53,4 +54,9 @@ def cumsum(source: Tensor, *, spatial_dim: Dim) -> Tensor:
     s_pos, t_pos = _range_over_dim(s_dim), _range_over_dim(spatial_dim)
     triangle = _cast(_compare(s_pos, "<=", t_pos, allow_broadcast_all_sources=True), "float32")
     out = _matmul(x, triangle, reduce=s_dim).copy_transpose(list(source.dims))
-    return _cast(out, source.dtype) if source.dtype in _INT_DTYPES else out
+    if source.dtype not in _INT_DTYPES:
+        return out
+    out = _cast(out, source.dtype)
+    if source.sparse_dim is not None:
+        out.sparse_dim = source.sparse_dim  # RETURNN's keeps it (``out`` is a new handle)
+    return out

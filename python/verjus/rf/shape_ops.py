@@ -1,7 +1,8 @@
 """Reshaping and moving entries, after RETURNN's ``rf.array_``, ``rf.dims`` and
-``rf.const``: ``constant``, ``stack`` / ``unstack``, ``expand_dims``,
-``squeeze``, ``reshape``, ``repeat``, ``reverse_sequence``, ``shift_left`` /
-``shift_right``, ``window``, ``concat_features``, ``range_over_dim_strided``,
+``rf.const``: ``full`` / ``constant`` (RETURNN's dtype of the fill value), ``stack``
+/ ``unstack``, ``expand_dims``, ``squeeze``, ``reshape``, ``repeat``,
+``reverse_sequence``, ``shift_left`` / ``shift_right``, ``window``,
+``concat_features``, ``range_over_dim_strided``,
 ``range_over_merged_dims``, ``linspace_over_dim``,
 ``last_frame_position_of_dim``, ``set_sparse_dim``, ``replace_dim_v2``,
 ``slice_update``, ``sort`` and ``search_sorted``.
@@ -20,6 +21,7 @@ same values (``Tensor(x)``), so nothing is copied.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,15 +42,23 @@ from verjus._verjus import rf_slice as _slice
 from verjus._verjus import rf_split_dims as _split_dims
 from verjus._verjus import rf_where as _where
 from verjus.rf._dim_args import takes_dims
+from verjus.rf._public_ops import replaces_native
 from verjus.rf.array_ import gather
-from verjus.rf.backend import set_default_device_ctx, use_mask_default
+from verjus.rf.backend import (
+    get_default_float_dtype,
+    get_default_int_dtype,
+    set_default_device_ctx,
+    use_mask_default,
+)
 from verjus.rf.pad import pad as rf_pad
 from verjus.rf.replace_dim import replace_dim
+from verjus.rf.tensor_layout import TensorLayout
 
 __all__ = [
     "concat_features",
     "constant",
     "expand_dims",
+    "full",
     "last_frame_position_of_dim",
     "linspace_over_dim",
     "range_over_dim_strided",
@@ -153,6 +163,77 @@ def set_sparse_dim(source: Tensor, sparse_dim: Dim) -> Tensor:
     return out
 
 
+@replaces_native("full", _full)
+def full(
+    *,
+    dims: Sequence[Dim],
+    fill_value: float | int | bool | Tensor,
+    dtype: str | None = None,
+    device: str | None = None,
+    sparse_dim: Dim | None = None,
+    feature_dim: Dim | None = None,
+    like: Tensor | TensorLayout | None = None,
+) -> Tensor:
+    """A constant tensor over ``dims`` (RETURNN's ``rf.full``; ``rf.fill`` and
+    ``rf.constant`` are it too), on the default device (or ``device``, or ``like``'s).
+
+    The dtype, unless given, is RETURNN's: ``like``'s (a Tensor), else that of
+    ``fill_value``: ``"bool"`` for a bool, ``"int32"`` (the default int dtype) for an
+    int, ``"float32"`` for a float, a scalar Tensor's own. A float value for an integer
+    dtype is truncated towards 0.
+
+    :param Dim | Sequence[Dim] dims: the dims, all of known size
+    :param float | int | bool | Tensor fill_value: the value of every entry: a number,
+      a bool or a scalar Tensor (its value is taken; no gradient flows to it)
+    :param str | None dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``
+    :param str | None device: where to create it (default: ``like``'s device, else the
+      default device)
+    :param Dim | None sparse_dim: the sparse dim of an integer result
+    :param Dim | None feature_dim: the feature dim (one of ``dims``)
+    :param Tensor | None like: a tensor whose dtype (unless given) and device (unless
+      given) the result takes, or its ``TensorLayout`` (the device)
+    :return: the tensor
+    :rtype: Tensor
+    """
+    if dtype is None:
+        dtype = _fill_dtype(fill_value, like)
+    if isinstance(fill_value, Tensor):
+        if fill_value.dims:
+            raise ValueError(
+                f"full: fill_value must be a scalar, got a tensor over {names(fill_value.dims)}; "
+                "rf.convert_to_tensor converts an array"
+            )
+        fill_value = fill_value.numpy().item()
+    if device is None and like is not None:
+        device = like.device
+    if feature_dim is not None:
+        listed = [dims] if isinstance(dims, Dim) else list(dims)
+        if feature_dim not in listed:
+            raise ValueError(f"full: feature_dim {feature_dim.name} is not one of {names(listed)}")
+    with set_default_device_ctx(device):
+        out = _full(dims=dims, fill_value=fill_value, dtype=dtype)
+    if sparse_dim is not None:
+        out = set_sparse_dim(out, sparse_dim)
+    if feature_dim is not None:
+        out = with_feature_dim(out, feature_dim)
+    return out
+
+
+def _fill_dtype(fill_value: Any, like: Any) -> str:
+    """RETURNN's dtype of ``full(fill_value=...)`` (``like``'s, else the value's)."""
+    if isinstance(like, Tensor):
+        return like.dtype
+    if isinstance(fill_value, Tensor):
+        return fill_value.dtype
+    if isinstance(fill_value, bool | np.bool_):
+        return "bool"
+    if isinstance(fill_value, int | np.integer):
+        return get_default_int_dtype()
+    if isinstance(fill_value, float | np.floating):
+        return get_default_float_dtype()
+    raise TypeError(f"cannot infer the dtype of fill_value {fill_value!r}: give dtype")
+
+
 @takes_dims
 def constant(
     fill_value: float | int | bool,
@@ -162,41 +243,25 @@ def constant(
     device: str | None = None,
     sparse_dim: Dim | None = None,
     feature_dim: Dim | None = None,
-    like: Tensor | None = None,
+    like: Tensor | TensorLayout | None = None,
 ) -> Tensor:
-    """``fill_value`` over ``dims`` (RETURNN's ``rf.constant``, ``rf.full`` with the
-    value first).
+    """``fill_value`` over ``dims`` (RETURNN's ``rf.constant``: ``full`` with the
+    value first; see ``full`` for the arguments).
 
     :param fill_value: a number or bool
-    :param dims: the dims, all of known size
-    :param dtype: by default ``like``'s dtype, else from the value: ``"bool"``,
-        ``"int32"`` or ``"float32"``
-    :param device: where to create it (default: the default device)
-    :param sparse_dim: the sparse dim of an integer result
-    :param feature_dim: the feature dim (one of ``dims``)
-    :param like: a tensor whose dtype is the default
     :return: the tensor
     """
     if not isinstance(fill_value, int | float | bool | np.number | np.bool_):
         raise TypeError(f"constant: fill_value must be a number or bool, got {type(fill_value)}")
-    if dtype is None:
-        if like is not None:
-            dtype = like.dtype
-        elif isinstance(fill_value, bool | np.bool_):
-            dtype = "bool"
-        elif isinstance(fill_value, int | np.integer):
-            dtype = "int32"
-        else:
-            dtype = "float32"
-    if feature_dim is not None and feature_dim not in dims:
-        raise ValueError(f"constant: feature_dim {feature_dim.name} is not one of {names(dims)}")
-    with set_default_device_ctx(device):
-        out = _full(dims=list(dims), fill_value=float(fill_value), dtype=dtype)
-        if sparse_dim is not None:
-            out = set_sparse_dim(out, sparse_dim)
-        if feature_dim is not None:
-            out = with_feature_dim(out, feature_dim)
-    return out
+    return full(
+        dims=dims,
+        fill_value=fill_value,
+        dtype=dtype,
+        device=device,
+        sparse_dim=sparse_dim,
+        feature_dim=feature_dim,
+        like=like,
+    )
 
 
 @takes_dims
@@ -251,10 +316,13 @@ def unstack(source: Tensor, *, axis: Dim) -> tuple[Tensor, ...]:
 @takes_dims
 def expand_dims(source: Tensor, dims: Sequence[Dim]) -> Tensor:
     """``source`` broadcast over each of ``dims`` (``expand_dim`` for each, new
-    dims last)."""
+    dims last), with its ``sparse_dim``."""
+    out = source
     for dim in dims:
-        source = _expand_dim(source, dim)
-    return source
+        out = _expand_dim(out, dim)
+    if source.sparse_dim is not None and out is not source:
+        out.sparse_dim = source.sparse_dim  # (dropped by the native op; a new handle)
+    return out
 
 
 @takes_dims
