@@ -46,6 +46,8 @@ H5PY_PACKAGE=h5py==3.15.1
 DMTREE_PACKAGE=dm-tree==0.1.10
 # mpi4py: data-parallel CPU ranks reach the system's MPI through it (verjus[mpi]).
 MPI4PY_PACKAGE=mpi4py==4.1.2
+# ml_dtypes: numpy's bfloat16, which bfloat16 tensors convert to where it is installed.
+ML_DTYPES_PACKAGE=ml_dtypes==0.6.0
 # NVRTC alone (no GPU needed), to compile the CUDA kernels in the tests.
 NVRTC_WHEEL=nvidia-cuda-nvrtc==13.5.37
 PY_TOOLS=(

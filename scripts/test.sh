@@ -56,8 +56,9 @@ if ensure_mpi; then
     pip install --quiet --disable-pip-version-check "$MPI4PY_PACKAGE"
 fi
 
-step "RETURNN's pure-Python package (its rf tests and configs, run on verjus), dm-tree, h5py"
-pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE" "$DMTREE_PACKAGE" "$H5PY_PACKAGE"
+step "RETURNN's pure-Python package (its rf tests and configs, run on verjus), dm-tree, h5py, ml_dtypes"
+pip install --quiet --disable-pip-version-check "$RETURNN_PACKAGE" "$DMTREE_PACKAGE" "$H5PY_PACKAGE" \
+    "$ML_DTYPES_PACKAGE"
 
 step "pytest"
 # Its JUnit report names each skip and why; they are summed up at the end.

@@ -18,9 +18,10 @@ The same case code runs on both (RETURNN's in the reference interpreter, see
 ``"<dtype>|<sparse dim name>"`` (and ``|<feature dim name>`` where one was set).
 ``EXPECTED`` holds RETURNN's dtypes and sparse dims as literals, so that verjus is
 checked against them where RETURNN and torch are missing (CI's venv), and RETURNN
-against them where they are not. Where verjus still differs (the int operators,
-Rust's ``combine``; ``reduce_sum``'s int64 under torch) the cases are left out; see
-docs/returnn.md.
+against them where they are not. The int operators (``+``, ``*``, ``minimum``, ...)
+keep the sparse dim an operand has (RETURNN's ``res_sparse_dim``). Where verjus
+still differs (``x * 2.0``, ``reduce_sum``'s int64 under torch) the cases are left
+out; see docs/returnn.md.
 """
 
 from __future__ import annotations
@@ -187,6 +188,18 @@ def case_elementwise(rf, Dim, data):
     record(out, "abs", rf.abs(labels))
     record(out, "cumsum", rf.cumsum(labels, spatial_dim=feat))
     return out
+
+
+def case_operators(rf, Dim, data):
+    batch, time, feat, vocab, labels, ints, longs, floats, cond = setup(rf, Dim, data)
+    out = {}
+    record(out, "plus-1", labels + 1)
+    record(out, "1-minus", 1 - labels)
+    record(out, "times-2", labels * 2)
+    record(out, "plus-sparse", labels + labels)
+    record(out, "minimum-plain", rf.minimum(labels, ints))
+    record(out, "clip", rf.clip_by_value(labels, 0, 5))
+    return out
 """
 
 REFERENCE_SCRIPT = (
@@ -278,6 +291,14 @@ EXPECTED = {
         "argmax-feat": "int64|feat",
     },
     "elementwise": {"abs": "int32|vocab", "cumsum": "int32|vocab"},
+    "operators": {
+        "plus-1": "int32|vocab",
+        "1-minus": "int32|vocab",
+        "times-2": "int32|vocab",
+        "plus-sparse": "int32|vocab",
+        "minimum-plain": "int32|vocab",
+        "clip": "int32|vocab",
+    },
 }
 ITEMS = list(EXPECTED)
 

@@ -114,7 +114,8 @@ def test_sparse_to_dense() -> None:
     dense = rf.sparse_to_dense(labels, label_value=0.9, other_value=0.1)
     np.testing.assert_allclose(dense.numpy(), np.where(np.eye(4)[[3, 0, 3]] > 0, 0.9, 0.1))
     with pytest.raises(ValueError, match="sparse_to_dense: give axis"):
-        rf.sparse_to_dense(rf.cast(labels, "int64") * 1, label_value=1, other_value=0)
+        plain = rf.convert_to_tensor(labels.numpy(), dims=[n])  # no sparse_dim
+        rf.sparse_to_dense(plain, label_value=1, other_value=0)
 
 
 def test_bad_input(case: tuple) -> None:
@@ -124,7 +125,8 @@ def test_bad_input(case: tuple) -> None:
     with pytest.raises(ValueError, match="scatter: unknown mode"):
         rf.scatter(x, indices=idx, indices_dim=t, mode="median")
     with pytest.raises(ValueError, match="scatter: give out_dim"):
-        rf.scatter(x, indices=rf.cast(idx, "int64") * 1, indices_dim=t)
+        plain = rf.convert_to_tensor(idx.numpy(), dims=list(idx.dims))  # no sparse_dim
+        rf.scatter(x, indices=plain, indices_dim=t)
     with pytest.raises(ValueError, match="scatter: indices must be integers"):
         rf.scatter(x, indices=x, indices_dim=t, out_dim=o)
     with pytest.raises(ValueError, match="scatter_logsumexp: fill_value"):

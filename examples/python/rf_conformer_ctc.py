@@ -3,6 +3,7 @@
     python examples/python/rf_conformer_ctc.py [--epochs 4] [--train-strips 6000]
         [--test-strips 1000] [--batch-size 32] [--seed 0] [--device cpu|cuda]
         [--model-dim 128] [--layers 3] [--heads 4] [--data DIR]
+        [--precision 32|bf16-mixed|16-mixed]
 
 The task (issue 24): a strip is 1 to 6 Fashion-MNIST images side by side
 (``verjus.data.ImageStrips``: training strips drawn from the training split,
@@ -234,6 +235,12 @@ def make_parser(doc: str) -> argparse.ArgumentParser:
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--data", default=None, help="Fashion-MNIST folder (default: system's)")
+    p.add_argument(
+        "--precision",
+        choices=tuple(verjus.precision.PRECISIONS),
+        default="32",
+        help="mixed precision: matrix products in bfloat16 / float16 (verjus.autocast)",
+    )
     return p
 
 
@@ -302,11 +309,13 @@ def fit(
         f"{args.layers} layers, {args.heads} heads; {n_params} parameters; {args.device}"
     )
     result = Result()
+    amp = verjus.precision.precision_dtype(args.precision)
 
     def report(row: dict[str, Any]) -> None:
         """After each epoch: the test label error rate and the line."""
         start = time.perf_counter()
-        ler = test_ler(test)
+        with verjus.autocast(amp):
+            ler = test_ler(test)
         loss = next(iter(row["train"].values()))
         result.train_loss.append(loss)
         result.ler.append(ler)
@@ -334,6 +343,7 @@ def fit(
         num_epochs=args.epochs,
         device=args.device,
         random_seed=args.seed,
+        torch_amp=amp,
         log=lambda line: None,
         on_epoch_end=report,
     )

@@ -13,6 +13,8 @@ every computation runs in Rust with the GIL released.
 - ``verjus.data``: Fashion-MNIST as numpy arrays;
 - ``verjus.cuda``: ``is_available``, ``device_count``, GPU memory counters
   (train on a GPU with ``Trainer(..., device="cuda")``);
+- ``verjus.autocast("bfloat16")``: mixed precision for the matrix products
+  of ``verjus.rf`` code in a ``with`` block (``verjus.precision``);
 - ``verjus.memory_stats(device)``, ``verjus.reset_peak_memory_stats(device)``:
   current and peak bytes on the CPU or a GPU (``verjus.memory``);
 - the ``verjus`` command (``verjus.cli``): ``train``, ``info``, ``predict``.
@@ -22,6 +24,7 @@ from verjus import cuda, data, nn, optim
 from verjus._verjus import __version__, devices, gemm
 from verjus.memory import memory_stats, reset_peak_memory_stats
 from verjus.network import Network
+from verjus.precision import autocast
 from verjus.runner import Runner
 from verjus.trainer import Callback, History, Metrics, Trainer
 
@@ -33,6 +36,7 @@ __all__ = [
     "Runner",
     "Trainer",
     "__version__",
+    "autocast",
     "cuda",
     "data",
     "devices",

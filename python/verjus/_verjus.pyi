@@ -1731,12 +1731,13 @@ def rf_from_numpy(
     sparse_dim: Dim | None,
     feature_dim: Dim | None,
 ) -> Tensor:
-    """A tensor from a numpy array of ``dtype``'s storage type (bool as
-    float32), as ``verjus.rf.convert_to_tensor`` prepares it.
+    """A tensor from a numpy array of ``dtype``'s storage type (bool, bfloat16
+    and float16 as float32), as ``verjus.rf.convert_to_tensor`` prepares it.
 
     :param npt.NDArray[Any] array: the values, any memory layout
     :param Sequence[Dim] dims: one dim per axis, in order
-    :param str dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``
+    :param str dtype: ``"float32"``, ``"int32"``, ``"int64"``, ``"bool"``,
+        ``"bfloat16"`` or ``"float16"``
     :param bool requires_grad: make it a leaf that gradients flow to
     :param Dim | None sparse_dim: the class dim that integer values index
     :param Dim | None feature_dim: the feature dim
@@ -1938,6 +1939,20 @@ def rf_restore_random_state(seed: int, offset: int) -> None:
     """
 
 rf_exports: dict[str, Any]
+
+class AutocastScope:
+    """A scope of autocast, entered by ``enter`` and left by ``exit`` on the same
+    thread (``verjus.autocast``'s ``with`` block).
+
+    :param str | None dtype: ``"bfloat16"`` or ``"float16"`` (``None``: float32)
+    """
+    def __init__(self, dtype: str | None) -> None: ...
+    def enter(self) -> None:
+        """Enters the scope (once)."""
+    def exit(self) -> None:
+        """Leaves the scope (nothing if it was not entered): the previous
+        setting returns.
+        """
 
 def host_memory_stats() -> tuple[int, int]:
     """The bytes owned by host (CPU) tensors.

@@ -94,6 +94,7 @@ macro_rules! __conformance_list {
             random_uniform => $crate::checks::random_uniform,
             random_normal => $crate::checks::random_normal,
             gemm => $crate::checks::gemm,
+            gemm_reduced_precision => $crate::checks::gemm_reduced_precision,
             unary => $crate::checks::unary,
             relu_keeps_nan => $crate::checks::relu_keeps_nan,
             unary_backward => $crate::checks::unary_backward,

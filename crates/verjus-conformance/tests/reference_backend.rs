@@ -103,8 +103,13 @@ fn deferring_backend(bug: Option<Bug>) -> BackendRef {
     })
 }
 
+/// The values of a float tensor (bfloat16 and float16 widened exactly).
 fn array(t: &Tensor) -> Result<Array> {
-    Ok(Array::new(t.dims().to_vec(), t.to_vec::<f32>()?))
+    let values = match r::memory::cast(&host(t)?, DType::F32) {
+        HostData::F32(v) => v,
+        _ => unreachable!("a cast to float32 gives float32"),
+    };
+    Ok(Array::new(t.dims().to_vec(), values))
 }
 
 fn store(t: &mut Tensor, data: &[f32]) -> Result<()> {
@@ -116,6 +121,8 @@ fn host(t: &Tensor) -> Result<HostData> {
     Ok(match t.dtype() {
         DType::I64 => HostData::I64(t.to_vec()?),
         DType::I32 => HostData::I32(t.to_vec()?),
+        DType::BF16 => HostData::BF16(t.to_vec()?),
+        DType::F16 => HostData::F16(t.to_vec()?),
         _ => HostData::F32(t.to_vec()?),
     })
 }
@@ -125,7 +132,9 @@ fn checked_indices(op: &str, t: &Tensor, len: usize) -> Result<Vec<i64>> {
     let values: Vec<i64> = match host(t)? {
         HostData::I64(v) => v,
         HostData::I32(v) => v.into_iter().map(i64::from).collect(),
-        HostData::F32(_) => return Err(Error::invalid(op, "float indices")),
+        HostData::F32(_) | HostData::BF16(_) | HostData::F16(_) => {
+            return Err(Error::invalid(op, "float indices"))
+        }
     };
     match values.iter().find(|&&v| v < 0 || v as usize >= len) {
         Some(v) => Err(Error::invalid(
@@ -423,7 +432,7 @@ impl Backend for ReferenceBackend {
             let raw: Vec<i64> = match host(indices)? {
                 HostData::I32(v) => v.into_iter().map(i64::from).collect(),
                 HostData::I64(v) => v,
-                HostData::F32(_) => Vec::new(),
+                HostData::F32(_) | HostData::BF16(_) | HostData::F16(_) => Vec::new(),
             };
             raw.into_iter()
                 .map(|v| v.clamp(0, (len - 1).max(0)))

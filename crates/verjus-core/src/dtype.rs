@@ -1,7 +1,10 @@
 //! Element types.
 //!
-//! Compute happens in `f32`; `i64` and `i32` carry labels and indices. The enum is
-//! `non_exhaustive` so that `f16`/`bf16` can be added without breaking matches.
+//! Compute happens in `f32`; `i64` and `i32` carry labels and indices.
+//! `bf16` and `f16` are storage types for reduced precision (half the bytes of
+//! `f32`, converted with round-to-nearest-even by the `half` crate); a backend
+//! computes on them in `f32` unless it has a kernel for them. The enum is
+//! `non_exhaustive` so that more types can be added without breaking matches.
 
 use crate::tensor::HostData;
 use std::fmt;
@@ -13,6 +16,10 @@ pub enum DType {
     F32,
     I64,
     I32,
+    /// bfloat16: `f32`'s exponent range with an 8-bit significand.
+    BF16,
+    /// IEEE half precision: 5 exponent bits (largest finite 65504), 11-bit significand.
+    F16,
 }
 
 impl DType {
@@ -21,16 +28,30 @@ impl DType {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::I64 => 8,
+            DType::BF16 | DType::F16 => 2,
         }
     }
 
-    /// The name NumPy and PyTorch use (`float32`, `int64`, `int32`).
+    /// The name NumPy and PyTorch use (`float32`, `int64`, `int32`,
+    /// `bfloat16`, `float16`).
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "float32",
             DType::I64 => "int64",
             DType::I32 => "int32",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "float16",
         }
+    }
+
+    /// Whether the type is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::BF16 | DType::F16)
+    }
+
+    /// Whether the type is a reduced-precision float (`bf16`, `f16`).
+    pub fn is_reduced_float(self) -> bool {
+        matches!(self, DType::BF16 | DType::F16)
     }
 
     /// Whether the type is an integer type (usable as indices or labels).
@@ -52,9 +73,13 @@ impl std::str::FromStr for DType {
             "float32" | "f32" => Ok(DType::F32),
             "int64" | "i64" => Ok(DType::I64),
             "int32" | "i32" => Ok(DType::I32),
+            "bfloat16" | "bf16" => Ok(DType::BF16),
+            "float16" | "f16" => Ok(DType::F16),
             other => Err(crate::Error::invalid(
                 "dtype",
-                format!("unknown dtype {other:?} (expected float32, int64 or int32)"),
+                format!(
+                    "unknown dtype {other:?} (expected float32, int64, int32, bfloat16 or float16)"
+                ),
             )),
         }
     }
@@ -96,3 +121,5 @@ macro_rules! element {
 element!(f32, F32);
 element!(i64, I64);
 element!(i32, I32);
+element!(half::bf16, BF16);
+element!(half::f16, F16);

@@ -39,6 +39,8 @@ pub use collective::{Collective, CollectiveRef, ReduceOp, Solo};
 pub use device::Device;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
+/// The `half` crate, whose `bf16` and `f16` are the elements of [`DType::BF16`] and [`DType::F16`].
+pub use half;
 pub use host_memory::{host_memory_stats, reset_host_peak, HostMemoryStats};
 pub use host_pool::pooled_bytes;
 pub use shape::{Shape, MAX_ELEMENTS, MAX_RANK};

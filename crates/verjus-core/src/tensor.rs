@@ -27,6 +27,8 @@ pub enum HostData {
     F32(Vec<f32>),
     I64(Vec<i64>),
     I32(Vec<i32>),
+    BF16(Vec<half::bf16>),
+    F16(Vec<half::f16>),
 }
 
 impl HostData {
@@ -45,6 +47,8 @@ impl HostData {
             DType::F32 => HostData::F32(zeroed(len)?),
             DType::I64 => HostData::I64(zeroed(len)?),
             DType::I32 => HostData::I32(zeroed(len)?),
+            DType::BF16 => HostData::BF16(zeroed(len)?),
+            DType::F16 => HostData::F16(zeroed(len)?),
         })
     }
 
@@ -54,6 +58,8 @@ impl HostData {
             HostData::F32(_) => DType::F32,
             HostData::I64(_) => DType::I64,
             HostData::I32(_) => DType::I32,
+            HostData::BF16(_) => DType::BF16,
+            HostData::F16(_) => DType::F16,
         }
     }
 
@@ -63,6 +69,8 @@ impl HostData {
             HostData::F32(v) => v.len(),
             HostData::I64(v) => v.len(),
             HostData::I32(v) => v.len(),
+            HostData::BF16(v) => v.len(),
+            HostData::F16(v) => v.len(),
         }
     }
 

@@ -17,7 +17,7 @@ use cudarc::cublas::{result as blas, sys as blas_sys};
 use cudarc::driver::sys::CUdeviceptr;
 use std::sync::{Arc, Mutex};
 use verjus_core::ops::GemmPlan;
-use verjus_core::Result;
+use verjus_core::{DType, Result};
 
 /// One cuBLAS strided-batched call in column-major terms (operands swapped).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,11 +97,14 @@ impl Blas {
         })
     }
 
-    /// `C = alpha op(A) op(B) + beta C` for device addresses `a`, `b`, `c`.
+    /// `C = alpha op(A) op(B) + beta C` for device addresses `a`, `b`, `c`:
+    /// `A` and `B` of the dtype `inputs` (float32, or bfloat16 / float16 on
+    /// the tensor cores with float32 accumulation), `C` float32.
     pub fn gemm(
         &self,
         plan: &GemmPlan,
         tf32: bool,
+        inputs: DType,
         a: CUdeviceptr,
         b: CUdeviceptr,
         c: CUdeviceptr,
@@ -139,6 +142,46 @@ impl Blas {
             h.tf32 = tf32;
         }
         let (alpha, beta) = (plan.spec.alpha, plan.spec.beta);
+        let reduced = match inputs {
+            DType::BF16 => Some(blas_sys::cudaDataType::CUDA_R_16BF),
+            DType::F16 => Some(blas_sys::cudaDataType::CUDA_R_16F),
+            _ => None,
+        };
+        if let Some(input_type) = reduced {
+            let c_type = blas_sys::cudaDataType::CUDA_R_32F;
+            // SAFETY: as for the float32 call below; the operands hold
+            // 2-byte elements of `input_type`, C 4-byte float32 ones, and
+            // alpha and beta are float32 as CUBLAS_COMPUTE_32F reads them.
+            return unsafe {
+                blas_sys::cublasGemmStridedBatchedEx(
+                    h.raw,
+                    t(call.trans_first),
+                    t(call.trans_second),
+                    m,
+                    n,
+                    k,
+                    (&raw const alpha).cast(),
+                    b as *const std::ffi::c_void,
+                    input_type,
+                    ld1,
+                    stride(call.stride_first),
+                    a as *const std::ffi::c_void,
+                    input_type,
+                    ld2,
+                    stride(call.stride_second),
+                    (&raw const beta).cast(),
+                    c as *mut std::ffi::c_void,
+                    c_type,
+                    ldc,
+                    stride(call.stride_c),
+                    batch,
+                    blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
+                )
+            }
+            .result()
+            .map_err(|e| self.gpu.error(op, "cublasGemmStridedBatchedEx", e));
+        }
         // SAFETY: the addresses are live allocations of the sizes the plan
         // describes (validated shapes); alpha and beta outlive the call, which
         // only reads them before returning (host pointer mode).

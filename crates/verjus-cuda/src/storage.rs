@@ -55,7 +55,7 @@ fn foreign(op: &str, t: &Tensor) -> Error {
 /// The bytes of a host tensor's elements.
 pub(crate) fn host_bytes(t: &Tensor) -> Result<&[u8]> {
     fn bytes<T: Element>(v: &[T]) -> &[u8] {
-        // SAFETY: f32, i64 and i32 have no padding and every byte pattern of
+        // SAFETY: f32, i64, i32, bf16 and f16 have no padding and every byte pattern of
         // them is a valid u8; the length covers exactly the elements.
         unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
     }
@@ -63,6 +63,8 @@ pub(crate) fn host_bytes(t: &Tensor) -> Result<&[u8]> {
         verjus_core::DType::F32 => bytes(t.as_slice::<f32>()?),
         verjus_core::DType::I64 => bytes(t.as_slice::<i64>()?),
         verjus_core::DType::I32 => bytes(t.as_slice::<i32>()?),
+        verjus_core::DType::BF16 => bytes(t.as_slice::<verjus_core::half::bf16>()?),
+        verjus_core::DType::F16 => bytes(t.as_slice::<verjus_core::half::f16>()?),
         other => return Err(Error::unsupported(format!("upload of {other}"), "cuda")),
     })
 }
@@ -70,7 +72,7 @@ pub(crate) fn host_bytes(t: &Tensor) -> Result<&[u8]> {
 /// The bytes of host data, writable (for downloads).
 pub(crate) fn host_bytes_mut(h: &mut HostData) -> &mut [u8] {
     fn bytes<T: Element>(v: &mut [T]) -> &mut [u8] {
-        // SAFETY: as in `host_bytes`; any byte pattern is a valid f32/i64/i32.
+        // SAFETY: as in `host_bytes`; any byte pattern is a valid element.
         unsafe {
             std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v))
         }
@@ -79,5 +81,7 @@ pub(crate) fn host_bytes_mut(h: &mut HostData) -> &mut [u8] {
         HostData::F32(v) => bytes(v),
         HostData::I64(v) => bytes(v),
         HostData::I32(v) => bytes(v),
+        HostData::BF16(v) => bytes(v),
+        HostData::F16(v) => bytes(v),
     }
 }

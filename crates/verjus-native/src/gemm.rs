@@ -300,9 +300,12 @@ fn with_transposed<R>(
     result
 }
 
-/// The batched GEMM of the op set.
+/// The batched GEMM of the op set; bfloat16 and float16 operands are widened
+/// to float32 first (exactly), so the product is the float32 one of their values.
 pub(crate) fn gemm(plan: &GemmPlan, a: &Tensor, b: &Tensor, c: &mut Tensor) -> Result<()> {
     let (m, n, k) = (plan.m, plan.n, plan.k);
+    let (wide_a, wide_b) = (crate::memory::widened(a)?, crate::memory::widened(b)?);
+    let (a, b) = (wide_a.as_ref().unwrap_or(a), wide_b.as_ref().unwrap_or(b));
     let (a, b) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
     let c = c.as_mut_slice::<f32>()?;
     if plan.a_batched && !plan.b_batched && !plan.spec.trans_a {

@@ -9,6 +9,7 @@
 
 use crate::parallel::for_rows;
 use crate::random_batch::{self, BLOCKS, VALUES};
+use verjus_core::half::{bf16, f16};
 use verjus_core::ops::Distribution;
 use verjus_core::{DType, Element, Error, Result, Tensor};
 
@@ -18,6 +19,8 @@ pub(crate) fn copy(src: &Tensor, dst: &mut Tensor) -> Result<()> {
         DType::F32 => copy_as::<f32>(src, dst),
         DType::I64 => copy_as::<i64>(src, dst),
         DType::I32 => copy_as::<i32>(src, dst),
+        DType::BF16 => copy_as::<bf16>(src, dst),
+        DType::F16 => copy_as::<f16>(src, dst),
         other => Err(unsupported("copy", other)),
     }
 }
@@ -36,12 +39,14 @@ fn copy_as<T: Element>(src: &Tensor, dst: &mut Tensor) -> Result<()> {
 }
 
 /// Every element of `dst` set to `value`, converted as `as` converts (floats to
-/// integers truncate toward zero and saturate).
+/// integers truncate toward zero and saturate; bf16 and f16 round to nearest even).
 pub(crate) fn fill(dst: &mut Tensor, value: f64) -> Result<()> {
     match dst.dtype() {
         DType::F32 => fill_with(dst.as_mut_slice::<f32>()?, value as f32),
         DType::I64 => fill_with(dst.as_mut_slice::<i64>()?, value as i64),
         DType::I32 => fill_with(dst.as_mut_slice::<i32>()?, value as i32),
+        DType::BF16 => fill_with(dst.as_mut_slice::<bf16>()?, bf16::from_f64(value)),
+        DType::F16 => fill_with(dst.as_mut_slice::<f16>()?, f16::from_f64(value)),
         other => return Err(unsupported("fill", other)),
     }
     Ok(())
@@ -53,6 +58,8 @@ fn fill_with<T: Element>(dst: &mut [T], value: T) {
 
 /// `dst = src` converted to `dst`'s dtype with Rust's `as` (float to integer
 /// truncates toward zero, saturates, and maps NaN to 0; i64 to i32 wraps).
+/// bf16 and f16 convert to and from every other type through f32, rounding to
+/// nearest even and keeping NaN and infinities (the `half` crate's conversions).
 pub(crate) fn cast(src: &Tensor, dst: &mut Tensor) -> Result<()> {
     macro_rules! convert {
         ($s:ty => $d:ty) => {
@@ -63,6 +70,16 @@ pub(crate) fn cast(src: &Tensor, dst: &mut Tensor) -> Result<()> {
     }
     match (src.dtype(), dst.dtype()) {
         (s, d) if s == d => return copy(src, dst),
+        (DType::BF16 | DType::F16, _) | (_, DType::BF16 | DType::F16) => {
+            return match src.dtype() {
+                DType::F32 => through_f32(src.as_slice::<f32>()?, dst),
+                DType::I64 => through_f32(src.as_slice::<i64>()?, dst),
+                DType::I32 => through_f32(src.as_slice::<i32>()?, dst),
+                DType::BF16 => through_f32(src.as_slice::<bf16>()?, dst),
+                DType::F16 => through_f32(src.as_slice::<f16>()?, dst),
+                other => Err(unsupported("cast", other)),
+            }
+        }
         (DType::F32, DType::I64) => convert!(f32 => i64),
         (DType::F32, DType::I32) => convert!(f32 => i32),
         (DType::I64, DType::F32) => convert!(i64 => f32),
@@ -70,6 +87,67 @@ pub(crate) fn cast(src: &Tensor, dst: &mut Tensor) -> Result<()> {
         (DType::I32, DType::F32) => convert!(i32 => f32),
         (DType::I32, DType::I64) => convert!(i32 => i64),
         (_, other) => return Err(unsupported("cast", other)),
+    }
+    Ok(())
+}
+
+/// A float32 copy of a bfloat16 or float16 tensor (exact); `None` for any
+/// other, which is used as it is.
+pub(crate) fn widened(t: &Tensor) -> Result<Option<Tensor>> {
+    if !t.dtype().is_reduced_float() {
+        return Ok(None);
+    }
+    let mut wide = Tensor::output_host(t.shape(), DType::F32)?;
+    cast(t, &mut wide)?;
+    Ok(Some(wide))
+}
+
+/// An element type's conversions to and from f32 (`as` for the primitive types).
+trait ViaF32: Element {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
+
+macro_rules! via_f32_as {
+    ($($t:ty),*) => {$(
+        impl ViaF32 for $t {
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+via_f32_as!(f32, i64, i32);
+
+macro_rules! via_f32_half {
+    ($($t:ty),*) => {$(
+        impl ViaF32 for $t {
+            fn to_f32(self) -> f32 {
+                <$t>::to_f32(self)
+            }
+            fn from_f32(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
+    )*};
+}
+via_f32_half!(bf16, f16);
+
+/// `dst = src` converted through f32, for casts to or from bf16 and f16.
+fn through_f32<S: ViaF32>(src: &[S], dst: &mut Tensor) -> Result<()> {
+    fn to<S: ViaF32, D: ViaF32>(src: &[S], dst: &mut [D]) {
+        convert_with(src, dst, |v| D::from_f32(v.to_f32()));
+    }
+    match dst.dtype() {
+        DType::F32 => to(src, dst.as_mut_slice::<f32>()?),
+        DType::I64 => to(src, dst.as_mut_slice::<i64>()?),
+        DType::I32 => to(src, dst.as_mut_slice::<i32>()?),
+        DType::BF16 => to(src, dst.as_mut_slice::<bf16>()?),
+        DType::F16 => to(src, dst.as_mut_slice::<f16>()?),
+        other => return Err(unsupported("cast", other)),
     }
     Ok(())
 }

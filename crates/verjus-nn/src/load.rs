@@ -11,7 +11,8 @@ use verjus_core::{ops, Backend, DType, Device, Error, Result, Tensor};
 
 impl Network {
     /// Replaces parameters by name with `named` (host tensors, or tensors on
-    /// `be`'s device). An unknown or repeated name, a dtype other than f32, a
+    /// `be`'s device). bfloat16 and float16 values widen to float32 (exactly).
+    /// An unknown or repeated name, another dtype than these, a
     /// wrong shape, or (when `strict`) a parameter missing from `named` is an
     /// error naming the parameter (and both shapes), and leaves every parameter
     /// unchanged. Values for parameters on a device are uploaded through `be`.
@@ -41,6 +42,7 @@ impl Network {
                 ));
             };
             let current = &self.parameters[i].value;
+            let value = widened(be, value)?;
             if value.dtype() != DType::F32 {
                 return Err(Error::DTypeMismatch {
                     op: op.into(),
@@ -93,4 +95,18 @@ impl Network {
         }
         Ok(())
     }
+}
+
+/// `value` as float32: reduced-precision floats widen exactly (on the host, or
+/// on `be`'s device), anything else is returned as it is.
+fn widened(be: &dyn Backend, value: Tensor) -> Result<Tensor> {
+    if !value.dtype().is_reduced_float() {
+        return Ok(value);
+    }
+    if value.device() == Device::Cpu {
+        return crate::weights::widened(value);
+    }
+    let mut wide = ops::output(be, value.shape(), DType::F32)?;
+    ops::cast(be, &value, &mut wide)?;
+    Ok(wide)
 }

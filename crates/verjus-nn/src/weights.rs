@@ -1,6 +1,8 @@
-//! Weights as safetensors files: named f32 tensors, little-endian, in
-//! PyTorch's layout, so `safetensors.torch.load_file` reads what verjus writes
-//! and the other way round.
+//! Weights as safetensors files: named float tensors (F32, BF16 or F16),
+//! little-endian, in PyTorch's layout, so `safetensors.torch.load_file` reads
+//! what verjus writes and the other way round. A network's parameters are
+//! float32; reduced-precision weights (a bf16 checkpoint) widen exactly when
+//! loaded.
 //!
 //! Nothing here trusts a file: the `safetensors` crate checks the header
 //! against the file's length (offsets, sizes, overlaps) before any tensor is
@@ -13,22 +15,63 @@ use crate::checkpoint::read_bounded;
 use crate::network::Network;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use std::path::Path;
+use verjus_core::half::{bf16, f16};
 use verjus_core::{ops, Backend, DType, Device, Error, Result, Shape, Tensor};
 
-/// The safetensors bytes of `named` (f32 tensors on the host).
-pub fn encode(named: &[(String, Tensor)]) -> Result<Vec<u8>> {
-    let mut views = Vec::with_capacity(named.len());
-    let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(named.len());
-    for (_, t) in named {
-        bytes.push(
-            t.as_slice::<f32>()?
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect(),
-        );
+/// The safetensors type of a float dtype (the only ones weights hold).
+fn file_dtype(dtype: DType) -> Option<Dtype> {
+    match dtype {
+        DType::F32 => Some(Dtype::F32),
+        DType::BF16 => Some(Dtype::BF16),
+        DType::F16 => Some(Dtype::F16),
+        _ => None,
     }
-    for ((name, t), data) in named.iter().zip(&bytes) {
-        let view = TensorView::new(Dtype::F32, t.dims().to_vec(), data)
+}
+
+/// The little-endian bytes of a host float tensor.
+fn le_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    Ok(match t.dtype() {
+        DType::BF16 => t
+            .as_slice::<bf16>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        DType::F16 => t
+            .as_slice::<f16>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        _ => t
+            .as_slice::<f32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    })
+}
+
+/// The safetensors bytes of `named` (float32, bfloat16 or float16 tensors on the host).
+pub fn encode(named: &[(String, Tensor)]) -> Result<Vec<u8>> {
+    let dtypes = named
+        .iter()
+        .map(|(name, t)| {
+            file_dtype(t.dtype()).ok_or_else(|| {
+                Error::invalid(
+                    "safetensors",
+                    format!(
+                        "tensor {name:?} is {}; weights are float tensors",
+                        t.dtype()
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bytes = named
+        .iter()
+        .map(|(_, t)| le_bytes(t))
+        .collect::<Result<Vec<_>>>()?;
+    let mut views = Vec::with_capacity(named.len());
+    for (((name, t), data), dtype) in named.iter().zip(&bytes).zip(dtypes) {
+        let view = TensorView::new(dtype, t.dims().to_vec(), data)
             .map_err(|e| Error::invalid("safetensors", format!("tensor {name:?}: {e}")))?;
         views.push((name.as_str(), view));
     }
@@ -36,42 +79,62 @@ pub fn encode(named: &[(String, Tensor)]) -> Result<Vec<u8>> {
         .map_err(|e| Error::invalid("safetensors", format!("cannot serialize: {e}")))
 }
 
-/// The named tensors in the bytes of a safetensors file; `path` names it in errors.
+/// The named tensors in the bytes of a safetensors file, each in its file's
+/// dtype (F32, BF16 or F16); `path` names it in errors.
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<Vec<(String, Tensor)>> {
     let file = SafeTensors::deserialize(bytes)
         .map_err(|e| Error::file(path, format!("not a valid safetensors file: {e}")))?;
     let mut named = Vec::with_capacity(file.len());
     for (name, view) in file.iter() {
-        if view.dtype() != Dtype::F32 {
-            return Err(Error::file(
-                path,
-                format!(
-                    "tensor {name:?} is {:?}; verjus reads F32 weights only",
-                    view.dtype()
-                ),
-            ));
-        }
+        let dtype = match view.dtype() {
+            Dtype::F32 => DType::F32,
+            Dtype::BF16 => DType::BF16,
+            Dtype::F16 => DType::F16,
+            other => {
+                return Err(Error::file(
+                    path,
+                    format!("tensor {name:?} is {other:?}; verjus reads F32, BF16 and F16 weights"),
+                ))
+            }
+        };
         let shape = Shape::new(view.shape().to_vec())
             .map_err(|e| Error::file(path, format!("tensor {name:?}: {e}")))?;
         let data = view.data();
-        if data.len() != shape.numel().saturating_mul(DType::F32.size_in_bytes()) {
+        if data.len() != shape.numel().saturating_mul(dtype.size_in_bytes()) {
             return Err(Error::file(
                 path,
                 format!("tensor {name:?}: {} bytes for shape {shape}", data.len()),
             ));
         }
-        let values: Vec<f32> = data
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        named.push((
-            name.to_string(),
-            Tensor::from_vec(shape.dims().to_vec(), values)?,
-        ));
+        let dims = shape.dims().to_vec();
+        let tensor = match dtype {
+            DType::BF16 => Tensor::from_vec(dims, from_le(data, bf16::from_le_bytes))?,
+            DType::F16 => Tensor::from_vec(dims, from_le(data, f16::from_le_bytes))?,
+            _ => Tensor::from_vec(dims, from_le(data, f32::from_le_bytes))?,
+        };
+        named.push((name.to_string(), tensor));
     }
     // The header is a JSON object: keep a stable order for callers.
     named.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(named)
+}
+
+/// The elements of little-endian `data`, `N` bytes each.
+fn from_le<T, const N: usize>(data: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    data.chunks_exact(N)
+        .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
+        .collect()
+}
+
+/// `t` as float32 on the host: reduced-precision floats widen exactly, float32
+/// is returned as it is.
+pub(crate) fn widened(t: Tensor) -> Result<Tensor> {
+    let values: Vec<f32> = match t.dtype() {
+        DType::BF16 => t.as_slice::<bf16>()?.iter().map(|v| v.to_f32()).collect(),
+        DType::F16 => t.as_slice::<f16>()?.iter().map(|v| v.to_f32()).collect(),
+        _ => return Ok(t),
+    };
+    Tensor::from_vec(t.dims().to_vec(), values)
 }
 
 /// Reads the safetensors file at `path` into named host tensors.
@@ -196,6 +259,54 @@ mod tests {
         let w = a.parameters()[0].value.to_vec::<f32>().unwrap();
         let le: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
         assert!(bytes.windows(le.len()).any(|win| win == le));
+    }
+
+    #[test]
+    fn reduced_precision_weights_keep_their_dtype_and_load_widened() {
+        let be = NativeBackend::new();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.safetensors");
+        let a = mlp(1);
+        let rounded = |t: &Tensor, dtype: DType| -> Tensor {
+            let v = t.as_slice::<f32>().unwrap();
+            match dtype {
+                DType::BF16 => Tensor::from_vec(
+                    t.dims().to_vec(),
+                    v.iter().map(|&x| bf16::from_f32(x)).collect(),
+                ),
+                _ => Tensor::from_vec(
+                    t.dims().to_vec(),
+                    v.iter().map(|&x| f16::from_f32(x)).collect(),
+                ),
+            }
+            .unwrap()
+        };
+        for dtype in [DType::BF16, DType::F16] {
+            let named: Named = a
+                .named_parameters_host(&be)
+                .unwrap()
+                .iter()
+                .map(|(n, t)| (n.clone(), rounded(t, dtype)))
+                .collect();
+            save_file(&path, &named).unwrap();
+            let read = load_file(&path).unwrap();
+            assert!(read.iter().all(|(_, t)| t.dtype() == dtype));
+            let mut b = mlp(2);
+            b.load_weights(&be, &path, true).unwrap();
+            let expected: Vec<Vec<f32>> = named
+                .into_iter()
+                .map(|(_, t)| widened(t).unwrap().to_vec::<f32>().unwrap())
+                .collect();
+            assert_eq!(values(&b), expected, "{dtype}");
+            assert_ne!(values(&b), values(&a), "{dtype} rounds");
+        }
+        // An integer tensor is not a weight.
+        let ints = [(
+            "x".to_string(),
+            Tensor::from_vec([2], vec![1i64, 2]).unwrap(),
+        )];
+        let err = encode(&ints).unwrap_err().to_string();
+        assert!(err.contains("int64") && err.contains("\"x\""), "{err}");
     }
 
     #[test]

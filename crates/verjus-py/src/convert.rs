@@ -193,7 +193,9 @@ fn refuse_above_i64(what: &str, array: &Bound<'_, PyUntypedArray>) -> PyResult<(
 }
 
 /// A numpy array that takes over the elements of the host tensor `t` (a
-/// device tensor must be downloaded first).
+/// device tensor must be downloaded first). float16 is numpy's own; bfloat16
+/// is `ml_dtypes.bfloat16` where that package is installed, and float32
+/// values (exactly the bfloat16 ones) otherwise.
 pub(crate) fn to_numpy(py: Python<'_>, mut t: Tensor) -> PyResult<Bound<'_, PyAny>> {
     let dims = IxDyn(t.dims());
     let layout = |e: numpy::ndarray::ShapeError| {
@@ -213,6 +215,23 @@ pub(crate) fn to_numpy(py: Python<'_>, mut t: Tensor) -> PyResult<Bound<'_, PyAn
             .map_err(layout)?
             .into_pyarray(py)
             .into_any(),
+        Storage::Host(HostData::F16(v)) => ArrayD::from_shape_vec(dims, v)
+            .map_err(layout)?
+            .into_pyarray(py)
+            .into_any(),
+        Storage::Host(HostData::BF16(v)) if py.import("ml_dtypes").is_ok() => {
+            ArrayD::from_shape_vec(dims, v)
+                .map_err(layout)?
+                .into_pyarray(py)
+                .into_any()
+        }
+        Storage::Host(HostData::BF16(v)) => {
+            let wide: Vec<f32> = v.iter().map(|x| x.to_f32()).collect();
+            ArrayD::from_shape_vec(dims, wide)
+                .map_err(layout)?
+                .into_pyarray(py)
+                .into_any()
+        }
         Storage::Borrowed(_) | Storage::Alias(_) | Storage::Device(_) => {
             return Err(PyRuntimeError::new_err(
                 "internal: a result to return to Python is not owned host memory",

@@ -25,6 +25,7 @@
 //! name:`) and result (`:rtype:`): `scripts/gen_stub.py` writes the type stub
 //! `python/verjus/_verjus.pyi` from them, and a test checks that it is current.
 
+mod autocast;
 mod collective;
 mod config;
 mod constants;
@@ -144,6 +145,7 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runner::Runner>()?;
     m.add_class::<stepper::Stepper>()?;
     rf::register(m)?;
+    autocast::register(m)?;
     memory::register(m)?;
     text_data::register(m)?;
     Ok(())

@@ -75,7 +75,21 @@ pub fn combine(
     } else {
         b
     };
-    Ok(finish(base, var, out, dtype))
+    let result = finish(base, var, out, dtype);
+    if dtype.is_int() {
+        return result.with_sparse_dim(result_sparse_dim(a, b));
+    }
+    Ok(result)
+}
+
+/// The sparse dim of an integer result, as RETURNN's `res_sparse_dim`: the
+/// one operand's that has one, or the one both have.
+fn result_sparse_dim(a: &RfTensor, b: &RfTensor) -> Option<crate::Dim> {
+    match (a.sparse_dim(), b.sparse_dim()) {
+        (Some(d), None) | (None, Some(d)) => Some(d.clone()),
+        (Some(x), Some(y)) if x == y => Some(x.clone()),
+        _ => None,
+    }
 }
 
 /// An integer power stays an integer only for exponents from 0 up: `2 ** -1`

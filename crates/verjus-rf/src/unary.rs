@@ -35,8 +35,9 @@ pub fn safe_log(x: &RfTensor, eps: f32) -> Result<RfTensor> {
     activation(&clipped, UnaryOp::Log)
 }
 
-/// `x` as `dtype`. Float to float keeps the gradient (and the value);
-/// casts to or from integers and bools are constants. To bool is `x != 0`.
+/// `x` as `dtype`. Float to float keeps the gradient (float32 to bfloat16 and
+/// float16 rounds to nearest even); casts to or from integers and bools are
+/// constants. To bool is `x != 0`.
 pub fn cast(x: &RfTensor, dtype: RfDType) -> Result<RfTensor> {
     let from = x.dtype();
     if from == dtype {
@@ -50,6 +51,8 @@ pub fn cast(x: &RfTensor, dtype: RfDType) -> Result<RfTensor> {
         }
         // A bool never requires a gradient: the same storage, read as numbers.
         (RfDType::Bool, RfDType::Float32) => x.var().clone(),
+        (RfDType::Bool, _) => return cast(&cast(x, RfDType::Float32)?, dtype),
+        (f, t) if f.is_float() && t.is_float() => x.var().cast_float(t.storage())?,
         _ => cast_var(x.var(), dtype.storage())?,
     };
     Ok(RfTensor::from_parts(var, x.dims().to_vec(), dtype).keep_feature_dim(x))

@@ -31,6 +31,11 @@ the epoch, and the optimizer state is saved with the parameters.
 With ``distributed`` (RETURNN's ``torch_distributed``) and several ranks, it
 trains data-parallel (``data_parallel``).
 
+With ``torch_amp`` (RETURNN's option: ``"bfloat16"`` or ``"float16"``),
+``train_step`` and ``forward_step`` run under ``verjus.autocast``: matrix
+products in that dtype, the rest and every gradient in float32, so RETURNN's
+``grad_scaler`` is not needed (``verjus.precision``).
+
 While an epoch or an evaluation runs, ``progress`` (on unless ``False``) shows
 its steps and the last step's losses on stderr: a tqdm bar on a terminal,
 elsewhere (a log file) a line at most every 30 s (``verjus._progress``).
@@ -64,6 +69,7 @@ from verjus.engine.extern_data import ExternData, bind
 from verjus.engine.optimizer import ParamOptimizer
 from verjus.engine.worker import DataWorker, WorkerPrefetcher, can_fork
 from verjus.plot import plot_curves
+from verjus.precision import autocast
 
 __all__ = ["Engine", "Source"]
 
@@ -112,6 +118,7 @@ class Engine:
         log_steps: bool = False,
         on_epoch_end: Callable[[dict[str, Any]], None] | None = None,
         distributed: Mapping[str, Any] | None = None,
+        torch_amp: str | Mapping[str, Any] | None = None,
     ) -> None:
         if accum_grad_multiple_step < 1:
             raise ValueError(
@@ -127,6 +134,7 @@ class Engine:
         ):
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be finite and >= 0 (0: off), got {value}")
+        self.autocast_dtype = _autocast_dtype(torch_amp)
         self.get_model = get_model
         self.extern = ExternData(extern_data)
         self.train_step = train_step
@@ -325,7 +333,8 @@ class Engine:
                 rf.init_train_step_run_ctx(
                     train_flag=True, step=self.global_train_step, epoch=epoch
                 )
-                self.train_step(model=self.model, extern_data=extern_data)
+                with autocast(self.autocast_dtype):
+                    self.train_step(model=self.model, extern_data=extern_data)
                 rf.get_run_ctx().total_loss().backward()
                 step_scores = _add_losses(rf.get_run_ctx(), sums, norms, errors)
                 # The step's graph holds the parameters' values: released before
@@ -400,7 +409,8 @@ class Engine:
                 rf.init_train_step_run_ctx(
                     train_flag=False, step=self.global_train_step, epoch=self.epoch
                 )
-                self.train_step(model=self.model, extern_data=extern_data)
+                with autocast(self.autocast_dtype):
+                    self.train_step(model=self.model, extern_data=extern_data)
                 scores = _add_losses(rf.get_run_ctx(), sums, norms, set())
                 if self.log_steps:
                     prefix = f"ep {self.epoch} {name} eval"
@@ -432,7 +442,8 @@ class Engine:
             for raw in stream:
                 extern_data = bind(self.extern, raw, with_targets=False)
                 rf.init_forward_step_run_ctx(epoch=self.epoch or 1, step=self.global_train_step)
-                self.forward_step(model=self.model, extern_data=extern_data)
+                with autocast(self.autocast_dtype):
+                    self.forward_step(model=self.model, extern_data=extern_data)
                 for key, value in rf.get_run_ctx().outputs.data.items():
                     outputs.setdefault(key, []).extend(_per_sequence(value))
         _write_outputs(outputs, Path(output))
@@ -665,6 +676,22 @@ def _merge_seeds(*values: int) -> int:
 def _format_value(v: float) -> str:
     """A score as RETURNN prints it."""
     return f"{v:.3e}" if abs(v) > 1e3 or abs(v) < 1e-3 else f"{v:.3f}"
+
+
+def _autocast_dtype(torch_amp: str | Mapping[str, Any] | None) -> str | None:
+    """The dtype of RETURNN's ``torch_amp`` (``"bfloat16"``, ``"float16"``, or a
+    dict with ``"dtype"``; ``"bf16"``/``"fp16"`` as RETURNN accepts them), or
+    None for float32."""
+    if torch_amp is None:
+        return None
+    dtype = torch_amp.get("dtype") if isinstance(torch_amp, Mapping) else torch_amp
+    names = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
+    if not isinstance(dtype, str) or dtype not in names:
+        raise ValueError(
+            "torch_amp: expected 'bfloat16' or 'float16' (or a dict with 'dtype'), "
+            f"got {torch_amp!r}"
+        )
+    return names[dtype]
 
 
 def _format_score(score: Mapping[str, float]) -> str:

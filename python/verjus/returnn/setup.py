@@ -25,12 +25,12 @@ HONOURED = {
     "save_interval", "num_epochs", "preload_from_files", "import_model_train_epoch1", "load",
     "load_epoch", "random_seed", "device", "log_verbosity", "log", "batch_size", "max_seqs",
     "max_seq_length", "batching", "output_file", "behavior_version", "online_shuffle_batches",
-    "torch_distributed",
+    "torch_distributed", "torch_amp",
 }  # fmt: skip
 # RETURNN options that change how RETURNN trains or runs and that verjus does
 # not honour: named in one warning when a config sets them.
 NOT_HONOURED = {
-    "torch_amp", "grad_scaler", "torch_log_memory_usage",
+    "grad_scaler", "torch_log_memory_usage",
     "stop_on_nonfinite_train_score", "cleanup_old_models", "chunking", "use_tensorboard",
     "watch_memory", "torch_dataloader_opts", "online_loss_normalization", "gradient_noise",
     "torch_cuda_graph", "torch_profile", "wandb", "max_seq_length_eval", "packed_batch_size",
@@ -130,6 +130,7 @@ def _engine(config: Any) -> Any:
         log=lambda line: print(line, flush=True),
         log_steps=max(config.int_list("log_verbosity", [3]) or [3]) >= 5,
         distributed=config.typed_value("torch_distributed"),
+        torch_amp=config.typed_value("torch_amp"),
     )
 
 

@@ -296,12 +296,23 @@ __all__ += [
 __all__ += ["load_state", "load_state_dict", "read_state", "save_state", "state_dict"]
 
 # numpy dtype kinds -> RF dtypes (other integer types become int64).
-_STORAGE = {"float32": np.float32, "int32": np.int32, "int64": np.int64, "bool": np.float32}
+# The numpy type an array is given to the native module in: bool as 0/1, and
+# bfloat16/float16 as float32 values that the native module rounds.
+_STORAGE = {
+    "float32": np.float32,
+    "int32": np.int32,
+    "int64": np.int64,
+    "bool": np.float32,
+    "bfloat16": np.float32,
+    "float16": np.float32,
+}
 
 
 def _rf_dtype(array: np.ndarray) -> str:
     if array.dtype == np.bool_:
         return "bool"
+    if array.dtype.name in ("float16", "bfloat16"):  # numpy's, ml_dtypes'
+        return array.dtype.name
     if array.dtype.kind == "f":
         return "float32"
     if array.dtype == np.int32:
@@ -330,8 +341,10 @@ def convert_to_tensor(
 
     ``dims`` (or RETURNN's older ``shape``) names the axes in order and must
     fit the shape (static dims their size, dynamic dims their longest
-    sequence). ``dtype`` is ``"float32"``, ``"int32"``, ``"int64"`` or
-    ``"bool"``; by default floats become float32. ``requires_grad`` (a verjus
+    sequence). ``dtype`` is ``"float32"``, ``"int32"``, ``"int64"``,
+    ``"bool"``, ``"bfloat16"`` or ``"float16"``; by default a float16 or
+    (``ml_dtypes``) bfloat16 array keeps its type and other floats become
+    float32. ``requires_grad`` (a verjus
     extension) makes the tensor a leaf that ``gradient`` can differentiate by.
     ``device`` creates it there instead of on the default device
     (``keep_scalar_on_cpu``: a scalar stays on the CPU; RETURNN's

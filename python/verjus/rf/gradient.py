@@ -17,10 +17,10 @@ mode on this thread.
 
 from __future__ import annotations
 
+from verjus._native_scope import NativeScope
 from verjus._verjus import Dim, NoGradScope, Tensor
 from verjus._verjus import rf_stop_gradient as _stop_gradient
 from verjus.rf._dim_args import takes_dims
-from verjus.rf._native_scope import NativeScope
 
 __all__ = ["scaled_gradient", "scaled_gradient_ext", "stop_gradient_scope"]
 

@@ -14,8 +14,8 @@ or noisy weight is never kept for backward.
 
 from __future__ import annotations
 
+from verjus._native_scope import NativeScope
 from verjus._verjus import CheckpointScopeGuard
-from verjus.rf._native_scope import NativeScope
 
 __all__ = ["gradient_checkpoint_scope"]
 

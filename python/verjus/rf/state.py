@@ -92,8 +92,9 @@ def save_state(module: Module, path: str | os.PathLike[str]) -> None:
 
 
 def load_state(module: Module, path: str | os.PathLike[str], *, strict: bool = True) -> None:
-    """Loads a safetensors file (``save_state``'s, or any with float32 tensors
-    under the module's names) into the parameters of ``module``.
+    """Loads a safetensors file (``save_state``'s, or any with float32, bfloat16
+    or float16 tensors under the module's names) into the parameters of
+    ``module`` (float32: reduced-precision values widen exactly).
 
     :param module: the module
     :param path: the file
@@ -103,7 +104,8 @@ def load_state(module: Module, path: str | os.PathLike[str], *, strict: bool = T
 
 
 def read_state(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """The float32 tensors of a safetensors file (``save_state``'s) by name.
+    """The tensors of a safetensors file (``save_state``'s, or F32, BF16 or F16
+    ones) by name, as float32 arrays.
 
     :param path: the file
     """
@@ -147,14 +149,28 @@ def _decode(data: bytes, path: str) -> dict[str, np.ndarray]:
         if name == "__metadata__":
             continue
         dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-        if dtype != "F32":
-            raise ValueError(f"load_state: {path}: {name} is {dtype}, expected F32")
+        if dtype not in _FILE_DTYPES:
+            raise ValueError(f"load_state: {path}: {name} is {dtype}, expected F32, BF16 or F16")
         begin, end = offsets
         count = int(np.prod(shape, dtype=np.int64))
-        if not 0 <= begin <= end <= len(body) or end - begin != 4 * count:
+        if not 0 <= begin <= end <= len(body) or end - begin != _FILE_DTYPES[dtype] * count:
             raise ValueError(
                 f"load_state: {path}: {name} of shape {shape} has data offsets "
                 f"{offsets} in a body of {len(body)} bytes"
             )
-        arrays[name] = np.frombuffer(body[begin:end], "<f4").reshape(shape).astype(np.float32)
+        arrays[name] = _widened(body[begin:end], dtype).reshape(shape)
     return arrays
+
+
+# The safetensors float types a file may hold, by their bytes per element;
+# parameters are float32, so the others widen (exactly) when read.
+_FILE_DTYPES = {"F32": 4, "BF16": 2, "F16": 2}
+
+
+def _widened(raw: memoryview, dtype: str) -> np.ndarray:
+    """The little-endian ``dtype`` elements of ``raw`` as float32 (a copy)."""
+    if dtype == "F16":
+        return np.frombuffer(raw, "<f2").astype(np.float32)
+    if dtype == "BF16":  # bfloat16 is the upper half of a float32
+        return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+    return np.frombuffer(raw, "<f4").astype(np.float32)

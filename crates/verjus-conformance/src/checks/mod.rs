@@ -41,7 +41,7 @@ pub use depthwise::{depthwise_conv1d, depthwise_conv1d_backward};
 pub use dropout::{dropout, dropout_backward};
 pub use elementwise::{binary, binary_backward, relu_keeps_nan, unary, unary_backward};
 pub(crate) use elementwise::{BINARY_OPS, UNARY_OPS};
-pub use gemm::gemm;
+pub use gemm::{gemm, gemm_reduced_precision};
 pub use index::{index_add, index_select};
 pub use layer_norm::{layer_norm, layer_norm_backward};
 pub use loss::softmax_cross_entropy;

@@ -22,6 +22,13 @@ pub(crate) fn all_outputs(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tens
     shapes.iter().map(|s| output(be, s)).collect()
 }
 
+/// `t` converted to float32 in a fresh tensor (exact from bfloat16 and float16).
+pub(crate) fn widened(be: &dyn Backend, t: &Tensor) -> Result<Tensor> {
+    let mut wide = output(be, t.shape())?;
+    ops::cast(be, t, &mut wide)?;
+    Ok(wide)
+}
+
 /// `a + b` in a fresh tensor (same shapes: gradient accumulation).
 pub(crate) fn add(be: &dyn Backend, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let mut c = output(be, a.shape())?;

@@ -7,7 +7,7 @@ use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad::{self, Operand};
 use crate::ops::{self, GemmPlan, GemmSpec};
-use crate::{Backend, Result, Shape, Tensor};
+use crate::{Backend, DType, Result, Shape, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -18,8 +18,20 @@ impl Var {
     }
 
     /// `op(self) @ op(other)`, where `op` transposes the last two axes when
-    /// the flag is set (without moving memory).
+    /// the flag is set (without moving memory). Inside an
+    /// [`autocast`](super::autocast) scope, float32 operands are rounded to
+    /// its dtype first (the result is float32; see `autocast.rs`).
     pub fn matmul_t(&self, other: &Var, trans_a: bool, trans_b: bool) -> Result<Var> {
+        match super::autocast_dtype() {
+            Some(dtype) if self.dtype() == DType::F32 && other.dtype() == DType::F32 => self
+                .cast_float(dtype)?
+                .product(&other.cast_float(dtype)?, trans_a, trans_b),
+            _ => self.product(other, trans_a, trans_b),
+        }
+    }
+
+    /// [`Var::matmul_t`] of the operands as they are.
+    fn product(&self, other: &Var, trans_a: bool, trans_b: bool) -> Result<Var> {
         let saves = Saves::inputs(Reads::All);
         Var::record(
             "matmul",
@@ -67,7 +79,8 @@ impl Var {
 }
 
 /// The gradient of `operand` (of shape `this`) in a fresh tensor, with fresh
-/// scratch where the rule needs it.
+/// scratch where the rule needs it. A reduced-precision `other` (autocast's)
+/// is widened, so gradients are float32 products.
 fn operand_grad(
     be: &dyn Backend,
     operand: Operand,
@@ -76,6 +89,13 @@ fn operand_grad(
     g: &Tensor,
     spec: GemmSpec,
 ) -> Result<Tensor> {
+    let wide;
+    let other = if other.dtype().is_reduced_float() {
+        wide = alloc::widened(be, other)?;
+        &wide
+    } else {
+        other
+    };
     let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this)?;
     let mut scratch = alloc::all_outputs(be, &shapes)?;
     let mut out = alloc::output(be, this)?;

@@ -37,6 +37,8 @@
 mod alloc;
 mod arith;
 mod attention;
+mod autocast;
+mod cast;
 mod checkpoint;
 mod conv;
 mod ctc;
@@ -65,6 +67,7 @@ mod var;
 #[cfg(test)]
 mod tests;
 
+pub use autocast::{autocast, autocast_dtype, AutocastGuard};
 pub use checkpoint::{checkpoint_scope, in_checkpoint_scope, CheckpointScope};
 pub use ctc::CtcTargets;
 pub use engine::{grad, grad_with};

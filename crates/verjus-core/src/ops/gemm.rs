@@ -3,9 +3,13 @@
 //! Matrices are the last two axes; leading axes are a batch. `A` and `B` either
 //! have the same batch axes, or one of them is a plain matrix that every batch
 //! entry shares (the weight of a linear layer applied to a batch of sequences).
+//!
+//! `A` and `B` are float32, or both bfloat16 or both float16 (mixed
+//! precision: tensor cores on CUDA, a widening to float32 on the CPU); products
+//! accumulate in float32 and `C` is float32.
 
-use super::{check_f32_on, check_shape};
-use crate::{Backend, Error, Result, Shape, Tensor};
+use super::{check_device, check_dtype, check_f32_on, check_shape};
+use crate::{Backend, DType, Error, Result, Shape, Tensor};
 
 /// Transposes and scalars of a GEMM.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,7 +75,13 @@ pub fn gemm(
     spec: GemmSpec,
 ) -> Result<()> {
     let plan = GemmPlan::new(a.shape(), b.shape(), spec)?;
-    check_f32_on("gemm", be, &[("A", a), ("B", b), ("C", c)])?;
+    check_f32_on("gemm", be, &[("C", c)])?;
+    check_device("gemm", "A", be, a)?;
+    check_device("gemm", "B", be, b)?;
+    if !a.dtype().is_reduced_float() {
+        check_dtype("gemm", "A", a, DType::F32)?;
+    }
+    check_dtype("gemm", "B", b, a.dtype())?;
     check_shape("gemm", "C", c, &plan.output_shape(a.shape(), b.shape())?)?;
     be.gemm(&plan, a, b, c)
 }

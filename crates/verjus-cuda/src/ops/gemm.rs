@@ -6,7 +6,7 @@ use crate::kernels::Module;
 use crate::storage::{ptr, ptr_mut};
 use cudarc::driver::sys::CUdeviceptr;
 use verjus_core::ops::{GemmPlan, UnaryOp};
-use verjus_core::{Result, Tensor};
+use verjus_core::{DType, Result, Tensor};
 
 pub(crate) fn gemm(
     be: &CudaBackend,
@@ -18,7 +18,15 @@ pub(crate) fn gemm(
     let op = "gemm";
     be.enter(op)?;
     let n = c.numel();
-    gemm_at(be, op, plan, ptr(op, a)?, ptr(op, b)?, ptr_mut(op, c)?, n)
+    let (a_ptr, b_ptr, c_ptr) = (ptr(op, a)?, ptr(op, b)?, ptr_mut(op, c)?);
+    if a.dtype().is_reduced_float() && n > 0 && plan.k > 0 {
+        // bfloat16 / float16 operands: cuBLAS on the tensor cores. (The
+        // empty cases below read neither operand.)
+        return be
+            .blas
+            .gemm(plan, be.tf32(), a.dtype(), a_ptr, b_ptr, c_ptr);
+    }
+    gemm_at(be, op, plan, a_ptr, b_ptr, c_ptr, n)
 }
 
 /// [`gemm`] on device addresses for ops that multiply inside their own
@@ -50,5 +58,5 @@ pub(crate) fn gemm_at(
             &mut [arg(&cp), arg(&cp), arg(&count), arg(&code), arg(&beta)],
         );
     }
-    be.blas.gemm(plan, be.tf32(), a, b, cp)
+    be.blas.gemm(plan, be.tf32(), DType::F32, a, b, cp)
 }

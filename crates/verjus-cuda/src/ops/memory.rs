@@ -5,6 +5,7 @@ use crate::device::arg;
 use crate::kernels::Module;
 use crate::storage::{host_bytes, host_bytes_mut, ptr, ptr_mut};
 use cudarc::driver::result as drv;
+use verjus_core::half::{bf16, f16};
 use verjus_core::{DType, Error, HostData, Result, Shape, Storage, Tensor};
 
 /// A zero-filled tensor (an asynchronous memset).
@@ -121,6 +122,20 @@ pub(crate) fn fill(be: &CudaBackend, dst: &mut Tensor, value: f64) -> Result<()>
                 &mut [arg(&p), arg(&count), arg(&v)],
             )
         }
+        DType::BF16 | DType::F16 => {
+            let v = if dst.dtype() == DType::BF16 {
+                bf16::from_f64(value).to_bits()
+            } else {
+                f16::from_f64(value).to_bits()
+            };
+            be.launch_n(
+                op,
+                Module::Memory,
+                "fill_u16",
+                n,
+                &mut [arg(&p), arg(&count), arg(&v)],
+            )
+        }
         other => Err(Error::unsupported(format!("fill of {other}"), "cuda")),
     }
 }
@@ -137,7 +152,8 @@ pub(crate) fn fill_f32(be: &CudaBackend, op: &str, p: u64, n: usize, v: f32) -> 
     )
 }
 
-/// `dst = src` converted to `dst`'s dtype (Rust `as` semantics).
+/// `dst = src` converted to `dst`'s dtype (Rust `as` semantics; bf16 and f16
+/// round to nearest even and convert to and from other types through f32).
 pub(crate) fn cast(be: &CudaBackend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
     let op = "cast";
     if src.dtype() == dst.dtype() {
@@ -151,6 +167,20 @@ pub(crate) fn cast(be: &CudaBackend, src: &Tensor, dst: &mut Tensor) -> Result<(
         (DType::I64, DType::F32) => "cast_i64_f32",
         (DType::I32, DType::I64) => "cast_i32_i64",
         (DType::I64, DType::I32) => "cast_i64_i32",
+        (DType::F32, DType::BF16) => "cast_f32_bf16",
+        (DType::I32, DType::BF16) => "cast_i32_bf16",
+        (DType::I64, DType::BF16) => "cast_i64_bf16",
+        (DType::F16, DType::BF16) => "cast_f16_bf16",
+        (DType::BF16, DType::F32) => "cast_bf16_f32",
+        (DType::BF16, DType::I32) => "cast_bf16_i32",
+        (DType::BF16, DType::I64) => "cast_bf16_i64",
+        (DType::BF16, DType::F16) => "cast_bf16_f16",
+        (DType::F32, DType::F16) => "cast_f32_f16",
+        (DType::I32, DType::F16) => "cast_i32_f16",
+        (DType::I64, DType::F16) => "cast_i64_f16",
+        (DType::F16, DType::F32) => "cast_f16_f32",
+        (DType::F16, DType::I32) => "cast_f16_i32",
+        (DType::F16, DType::I64) => "cast_f16_i64",
         (s, d) => return Err(Error::unsupported(format!("cast from {s} to {d}"), "cuda")),
     };
     let n = src.numel();

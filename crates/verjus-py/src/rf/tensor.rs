@@ -13,7 +13,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
-use verjus::core::Element;
+use verjus::core::{half, Element};
 use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{fmt_dims, Dim, RfDType, RfTensor};
 use verjus::{DType, Tensor};
@@ -199,17 +199,8 @@ impl PyTensor {
             Ok(t) => t.get().value()?.to_host().map_err(to_py_err)?,
             Err(_) => {
                 let np = raw.py().import("numpy")?;
-                let storage = match meta.dtype {
-                    RfDType::Float32 | RfDType::Bool => "float32",
-                    RfDType::Int32 => "int32",
-                    RfDType::Int64 => "int64",
-                };
-                let array = np.call_method1("asarray", (raw, storage))?;
-                match meta.dtype {
-                    RfDType::Float32 | RfDType::Bool => host::<f32>(&array)?,
-                    RfDType::Int32 => host::<i32>(&array)?,
-                    RfDType::Int64 => host::<i64>(&array)?,
-                }
+                let array = np.call_method1("asarray", (raw, numpy_storage(meta.dtype)))?;
+                host_of(&array, meta.dtype)?
             }
         };
         RfTensor::from_tensor(value, meta.dims, Some(meta.dtype), backend()?, false)
@@ -285,12 +276,41 @@ fn host<T: Element + NpElement + Copy>(array: &Bound<'_, PyAny>) -> PyResult<Ten
     Tensor::from_vec(ro.shape(), data).map_err(to_py_err)
 }
 
-/// A tensor from a numpy array of ``dtype``'s storage type (bool as
-/// float32), as ``verjus.rf.convert_to_tensor`` prepares it.
+/// The numpy dtype an array is converted to before it becomes a tensor of
+/// `dtype`: bools arrive as float32 0/1, bfloat16 and float16 as float32
+/// values that [`host_of`] rounds (numpy has no bfloat16 of its own).
+fn numpy_storage(dtype: RfDType) -> &'static str {
+    match dtype {
+        RfDType::Int32 => "int32",
+        RfDType::Int64 => "int64",
+        RfDType::Float32 | RfDType::Bool | RfDType::BFloat16 | RfDType::Float16 => "float32",
+    }
+}
+
+/// `array` (of [`numpy_storage`]'s type) as a host tensor of `dtype`'s storage.
+fn host_of(array: &Bound<'_, PyAny>, dtype: RfDType) -> PyResult<Tensor> {
+    match dtype {
+        RfDType::Int32 => host::<i32>(array),
+        RfDType::Int64 => host::<i64>(array),
+        RfDType::Float32 | RfDType::Bool => host::<f32>(array),
+        RfDType::BFloat16 => rounded(host::<f32>(array)?, half::bf16::from_f32),
+        RfDType::Float16 => rounded(host::<f32>(array)?, half::f16::from_f32),
+    }
+}
+
+/// The float32 host tensor `wide` rounded elementwise by `round`.
+fn rounded<T: Element>(wide: Tensor, round: fn(f32) -> T) -> PyResult<Tensor> {
+    let values = wide.as_slice::<f32>().map_err(to_py_err)?;
+    Tensor::from_vec(wide.dims(), values.iter().map(|&v| round(v)).collect()).map_err(to_py_err)
+}
+
+/// A tensor from a numpy array of ``dtype``'s storage type (bool, bfloat16
+/// and float16 as float32), as ``verjus.rf.convert_to_tensor`` prepares it.
 ///
 /// :param npt.NDArray[Any] array: the values, any memory layout
 /// :param Sequence[Dim] dims: one dim per axis, in order
-/// :param str dtype: ``"float32"``, ``"int32"``, ``"int64"`` or ``"bool"``
+/// :param str dtype: ``"float32"``, ``"int32"``, ``"int64"``, ``"bool"``,
+///     ``"bfloat16"`` or ``"float16"``
 /// :param bool requires_grad: make it a leaf that gradients flow to
 /// :param Dim | None sparse_dim: the class dim that integer values index
 /// :param Dim | None feature_dim: the feature dim
@@ -307,11 +327,7 @@ pub(crate) fn rf_from_numpy(
     feature_dim: Option<PyRef<'_, PyDim>>,
 ) -> PyResult<PyTensor> {
     let dtype = RfDType::parse(dtype).map_err(to_py_err)?;
-    let value = match dtype {
-        RfDType::Float32 | RfDType::Bool => host::<f32>(array)?,
-        RfDType::Int32 => host::<i32>(array)?,
-        RfDType::Int64 => host::<i64>(array)?,
-    };
+    let value = host_of(array, dtype)?;
     RfTensor::from_tensor(
         value,
         dims_of(&dims),

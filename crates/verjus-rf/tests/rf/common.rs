@@ -58,6 +58,18 @@ pub fn vals(t: &RfTensor) -> Vec<f32> {
             .iter()
             .map(|&v| v as f32)
             .collect(),
+        RfDType::BFloat16 => host
+            .to_vec::<verjus_core::half::bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_f32())
+            .collect(),
+        RfDType::Float16 => host
+            .to_vec::<verjus_core::half::f16>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_f32())
+            .collect(),
     }
 }
 

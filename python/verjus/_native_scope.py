@@ -1,6 +1,7 @@
 """A ``with`` block around a scope of the native tape (a guard object with ``enter``
 and ``exit``, which restores the tape's state however the block is left): the
-form of ``rf.gradient_checkpoint_scope`` and ``rf.stop_gradient_scope``."""
+form of ``rf.gradient_checkpoint_scope``, ``rf.stop_gradient_scope`` and
+``verjus.autocast``."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ __all__ = ["NativeScope"]
 
 
 class NativeScope:
-    """Enters a new native guard of ``guard_type`` for the ``with`` block. Scopes
-    nest; a scope belongs to the thread that enters it."""
+    """Enters a new native guard of ``guard_type`` (made with ``args``) for the
+    ``with`` block. Scopes nest; a scope belongs to the thread that enters it."""
 
     guard_type: ClassVar[Any]
 
-    def __init__(self) -> None:
-        self._guard = self.guard_type()
+    def __init__(self, *args: Any) -> None:
+        self._guard = self.guard_type(*args)
 
     def __enter__(self) -> NativeScope:
         self._guard.enter()

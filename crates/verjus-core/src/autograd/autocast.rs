@@ -1,0 +1,57 @@
+//! Autocast: the reduced-precision dtype that matrix products on this thread
+//! run in (PyTorch's `torch.autocast`, RETURNN's `torch_amp`).
+//!
+//! Inside an [`autocast`] scope, [`Var::matmul_t`](super::Var::matmul_t)
+//! rounds its float32 operands to the scope's dtype (bfloat16 or float16)
+//! and multiplies those with float32 accumulation into a float32 result; the
+//! tape keeps the rounded operands, half the bytes. Every other op runs in
+//! float32 as outside the scope, and gradients stay float32 (the cast's
+//! backward hands them on unrounded), so parameters and optimizer state are
+//! the float32 master copies and no loss scaling is needed to keep small
+//! gradients from flushing to zero.
+//!
+//! The setting is thread-local and changed only through guards, like grad mode.
+
+use crate::{DType, Error, Result};
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+thread_local! {
+    static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
+}
+
+/// The dtype matrix products run in on this thread (`None`: float32).
+pub fn autocast_dtype() -> Option<DType> {
+    AUTOCAST.with(Cell::get)
+}
+
+/// Restores the previous autocast setting of this thread when dropped.
+#[must_use = "autocast returns to its previous setting when the guard is dropped"]
+#[derive(Debug)]
+pub struct AutocastGuard {
+    previous: Option<DType>,
+    /// The guard restores a thread-local setting, so it must stay on its thread.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for AutocastGuard {
+    fn drop(&mut self) {
+        AUTOCAST.with(|setting| setting.set(self.previous));
+    }
+}
+
+/// Runs matrix products on this thread in `dtype` (bfloat16 or float16;
+/// `None`: float32) until the guard drops.
+pub fn autocast(dtype: Option<DType>) -> Result<AutocastGuard> {
+    if let Some(d) = dtype.filter(|d| !d.is_reduced_float()) {
+        return Err(Error::invalid(
+            "autocast",
+            format!("runs in bfloat16 or float16, not {d}"),
+        ));
+    }
+    let previous = AUTOCAST.with(|setting| setting.replace(dtype));
+    Ok(AutocastGuard {
+        previous,
+        _not_send: PhantomData,
+    })
+}

@@ -1,0 +1,48 @@
+"""Mixed precision: ``verjus.autocast`` runs matrix products in bfloat16 or
+float16 and the rest in float32, as ``torch.autocast`` and RETURNN's
+``torch_amp`` do.
+
+    with verjus.autocast("bfloat16"):
+        loss = model(x)          # verjus.rf code: its matmuls and Linear layers
+    loss.backward()              # gradients are float32
+
+Inside the block, a matrix product of float32 operands (``rf.matmul``,
+``rf.Linear``, attention's projections, ...) rounds them to the block's dtype
+and multiplies with float32 accumulation into a float32 result (tensor cores
+on a GPU; a widening to float32 on the CPU, where the numbers are the same).
+The tape keeps the rounded operands, half the bytes of float32 ones.
+Everything else (elementwise ops, softmax, normalization, losses, reductions,
+optimizer updates) runs in float32, gradients stay float32 and parameters are
+the float32 master copies: no loss scaling is needed, since no gradient is
+ever held in float16. The setting belongs to the thread that enters the block.
+"""
+
+from __future__ import annotations
+
+from verjus._native_scope import NativeScope
+from verjus._verjus import AutocastScope
+
+__all__ = ["PRECISIONS", "autocast", "precision_dtype"]
+
+
+class autocast(NativeScope):  # noqa: N801 (torch.autocast's name)
+    """Matrix products in ``dtype`` (``"bfloat16"`` or ``"float16"``) inside the
+    ``with`` block; ``None`` or ``enabled=False`` keeps float32 (and turns off an
+    outer block's autocast), so a precision option can switch it off in place."""
+
+    guard_type = AutocastScope
+
+    def __init__(self, dtype: str | None = "bfloat16", *, enabled: bool = True) -> None:
+        super().__init__(dtype if enabled else None)
+
+
+# Lightning's names of a training precision, and the autocast dtype of each.
+PRECISIONS = {"32": None, "bf16-mixed": "bfloat16", "16-mixed": "float16"}
+
+
+def precision_dtype(precision: str) -> str | None:
+    """The autocast dtype of a ``precision`` option (``"32"``, ``"bf16-mixed"``,
+    ``"16-mixed"``, as Lightning names them): None for float32."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return PRECISIONS[precision]
