@@ -113,8 +113,8 @@ def test_sparse_to_dense() -> None:
     assert dense.numpy().tolist() == np.eye(4, dtype=int)[[3, 0, 3]].tolist()
     dense = rf.sparse_to_dense(labels, label_value=0.9, other_value=0.1)
     np.testing.assert_allclose(dense.numpy(), np.where(np.eye(4)[[3, 0, 3]] > 0, 0.9, 0.1))
+    plain = rf.convert_to_tensor(labels.numpy(), dims=[n])  # no sparse_dim
     with pytest.raises(ValueError, match="sparse_to_dense: give axis"):
-        plain = rf.convert_to_tensor(labels.numpy(), dims=[n])  # no sparse_dim
         rf.sparse_to_dense(plain, label_value=1, other_value=0)
 
 
@@ -124,8 +124,8 @@ def test_bad_input(case: tuple) -> None:
         rf.scatter(x, indices=idx, indices_dim=t, use_mask=False)
     with pytest.raises(ValueError, match="scatter: unknown mode"):
         rf.scatter(x, indices=idx, indices_dim=t, mode="median")
+    plain = rf.convert_to_tensor(idx.numpy(), dims=list(idx.dims))  # no sparse_dim
     with pytest.raises(ValueError, match="scatter: give out_dim"):
-        plain = rf.convert_to_tensor(idx.numpy(), dims=list(idx.dims))  # no sparse_dim
         rf.scatter(x, indices=plain, indices_dim=t)
     with pytest.raises(ValueError, match="scatter: indices must be integers"):
         rf.scatter(x, indices=x, indices_dim=t, out_dim=o)

@@ -363,6 +363,13 @@ class Trainer:
         :param str folder: the checkpoint folder
         :param CharVocab | None vocab: the vocabulary of a character model
         """
+    def set_precision(self, dtype: str | None) -> None:
+        """Mixed precision from here on: Linear and Conv2d products read their
+        operands rounded to ``dtype`` and accumulate in float32; everything
+        else, the parameters and the gradients stay float32.
+
+        :param str | None dtype: ``"bfloat16"``, ``"float16"`` or None (float32)
+        """
     def solver_json(self) -> str:
         """The solver's configuration (not its state) as JSON.
 

@@ -95,6 +95,7 @@ from verjus.data import FASHION_MNIST_CLASSES, CharVocab, fashion_mnist
 from verjus.launch import launch, without_nproc
 from verjus.network import Network
 from verjus.plot import BITS_PER_CHARACTER, LOSS_AND_ACCURACY, plot_curves
+from verjus.precision import PRECISIONS
 from verjus.trainer import Callback, Trainer
 
 __all__ = ["main"]
@@ -319,8 +320,8 @@ def _trainer(args: argparse.Namespace, out: Path, definition: str | dict) -> Tra
     ``definition`` and the command's."""
     if not args.resume:
         net = Network.from_def(definition, seed=args.seed, device=args.device)
-        return Trainer(net, _optimizer(args), "cross_entropy")
-    trainer = Trainer.resume(out, device=args.device)
+        return Trainer(net, _optimizer(args), "cross_entropy", precision=args.precision)
+    trainer = Trainer.resume(out, device=args.device, precision=args.precision)
     if trainer.network.to_def() != Network.from_def(definition).to_def():
         raise ValueError(
             f"--resume: {out / DEFINITION_FILE} is not the network of {args.network}; "
@@ -654,6 +655,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--weight-decay", type=float, default=0.0)
     train.add_argument("--batch-size", type=BATCH_SIZE, default=128)
     train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    train.add_argument(
+        "--precision",
+        choices=tuple(PRECISIONS),
+        default="32",
+        help="mixed precision: Linear and Conv2d products on bfloat16 / float16 operands",
+    )
     train.add_argument("--seed", type=SEED, default=0, help="initialisation and shuffling")
     train.add_argument("--out", default="runs/latest", help="run folder (new, or empty)")
     replace = train.add_mutually_exclusive_group()

@@ -41,6 +41,7 @@ from verjus._seqfit import SequenceBatches, fit_sequences
 from verjus.data import TextBatcher
 from verjus.network import Network
 from verjus.optim import Optimizer, from_config
+from verjus.precision import precision_dtype
 
 __all__ = ["LOSSES", "Callback", "History", "Metrics", "Trainer"]
 
@@ -157,7 +158,13 @@ class Trainer:
 
     ``loss`` is ``"cross_entropy"`` (logits against int labels),
     ``"nll"`` (log-probabilities against int labels) or ``"mse"`` (float targets
-    of the output's shape)."""
+    of the output's shape).
+
+    ``precision`` is ``"32"`` (float32), ``"bf16-mixed"`` or ``"16-mixed"``
+    (Lightning's names): mixed precision, where the Linear and Conv2d layers'
+    products read their operands rounded to bfloat16 / float16 and accumulate
+    in float32, while parameters, gradients and every other op stay float32
+    (docs/mixed_precision.md)."""
 
     def __init__(
         self,
@@ -167,6 +174,7 @@ class Trainer:
         *,
         device: str | None = None,
         label_smoothing: float = 0.0,
+        precision: str = "32",
     ) -> None:
         if not isinstance(network, Network):
             raise TypeError(f"network must be a verjus.Network, got {type(network).__name__}")
@@ -177,9 +185,12 @@ class Trainer:
         self.network = network
         self.optimizer = optimizer
         self.stop_training = False
+        dtype = precision_dtype(precision)  # checked before anything moves
         self._native = _verjus.Trainer(
             network._native, optimizer.to_json(), _loss_json(loss, label_smoothing), device
         )
+        self._native.set_precision(dtype)
+        self.precision = precision
         self._join_ranks()
 
     def _join_ranks(self) -> None:
@@ -190,13 +201,18 @@ class Trainer:
             self._native.set_communicator(comm)
 
     @classmethod
-    def resume(cls, folder: str | os.PathLike[str], *, device: str = "cpu") -> Trainer:
+    def resume(
+        cls, folder: str | os.PathLike[str], *, device: str = "cpu", precision: str = "32"
+    ) -> Trainer:
         """A trainer continuing the checkpoint ``folder`` (written by
-        ``save_checkpoint``) on ``device``, with a new ``network``. Every file is
-        checked first; a broken checkpoint raises ``OSError`` or ``ValueError``
-        naming the file."""
+        ``save_checkpoint``) on ``device`` in ``precision`` (as for the
+        constructor), with a new ``network``. Every file is checked first; a
+        broken checkpoint raises ``OSError`` or ``ValueError`` naming the file."""
+        dtype = precision_dtype(precision)
         native = _verjus.Trainer.resume(os.fspath(folder), device)
+        native.set_precision(dtype)
         trainer = cls.__new__(cls)
+        trainer.precision = precision
         trainer.network = Network(native.network)
         trainer.optimizer = from_config(json.loads(native.solver_json()))
         trainer.stop_training = False

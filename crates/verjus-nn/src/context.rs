@@ -58,6 +58,8 @@ pub struct Context {
     pub(crate) lengths_host: Vec<i32>,
     /// Whether recurrent layers start from the state the last call ended in.
     pub(crate) carry: bool,
+    /// Mixed precision: the reduced float products round their operands to.
+    precision: Option<DType>,
 }
 
 impl Network {
@@ -94,6 +96,7 @@ impl Network {
             lengths: ops::zeros(be, &Shape::new([batch])?, DType::I32)?,
             lengths_host: vec![time as i32; batch],
             carry: false,
+            precision: None,
         };
         ops::fill(be, &mut ctx.lengths, time as f64)?;
         ctx.values = ctx.alloc_values(self, be)?;
@@ -144,6 +147,29 @@ impl Context {
     /// Whether the context is in training mode.
     pub fn is_training(&self) -> bool {
         self.train
+    }
+
+    /// Mixed precision (`Some(BF16)` or `Some(F16)`; `None`, the default, is
+    /// float32): the products of Linear and Conv2d layers read their operands
+    /// (input, weight, and in backward the output gradient) rounded to that
+    /// dtype and accumulate in float32, as `verjus.autocast` and PyTorch's
+    /// autocast multiply; every other op, the parameters and the gradients
+    /// stay float32. On the CPU the rounding is the whole effect (the
+    /// numerics of reduced-precision training, not its speed).
+    pub fn set_precision(&mut self, precision: Option<DType>) -> Result<()> {
+        if let Some(d) = precision.filter(|d| !d.is_reduced_float()) {
+            return Err(Error::invalid(
+                "Context::set_precision",
+                format!("mixed precision is bfloat16 or float16, not {d}"),
+            ));
+        }
+        self.precision = precision;
+        Ok(())
+    }
+
+    /// The mixed precision set with [`Context::set_precision`].
+    pub fn precision(&self) -> Option<DType> {
+        self.precision
     }
 
     /// Whether backward also computes the gradients of the network inputs

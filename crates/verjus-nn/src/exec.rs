@@ -130,6 +130,7 @@ impl Network {
         let step = ctx.next_step();
         let streams = ctx.streams(step);
         let train = ctx.is_training();
+        let precision = ctx.precision();
         let Context {
             values,
             scratch,
@@ -170,6 +171,7 @@ impl Network {
                     train,
                     stream,
                     seq,
+                    precision,
                 },
             )?;
         }
@@ -278,6 +280,7 @@ impl Network {
         }
         ctx.prepare(self, be, (batch, time), true)?;
         ctx.backward_done = false;
+        let precision = ctx.precision();
         let streams = ctx.streams(step);
         let Context {
             values,
@@ -340,6 +343,7 @@ impl Network {
                         train,
                         stream: streams.at(t),
                         seq,
+                        precision,
                     },
                 )
             };

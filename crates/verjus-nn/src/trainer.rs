@@ -95,6 +95,8 @@ pub struct Trainer {
     dropout_step: u64,
     /// The ranks this one trains with ([`Solo`] when alone).
     collective: CollectiveRef,
+    /// Mixed precision of the contexts ([`Trainer::set_precision`]).
+    precision: Option<DType>,
 }
 
 impl Trainer {
@@ -110,6 +112,7 @@ impl Trainer {
             buffers: HashMap::new(),
             dropout_step: 0,
             collective: Arc::new(Solo),
+            precision: None,
         }
     }
 
@@ -120,6 +123,22 @@ impl Trainer {
     pub fn set_collective(&mut self, collective: CollectiveRef) {
         self.buffers.clear(); // their dropout streams are keyed by the rank
         self.collective = collective;
+    }
+
+    /// Mixed precision for the steps and evaluations from here on (see
+    /// [`Context::set_precision`]): `Some(BF16)` is Lightning's
+    /// `"bf16-mixed"`, `Some(F16)` its `"16-mixed"`, `None` float32.
+    pub fn set_precision(&mut self, precision: Option<DType>) -> Result<()> {
+        for bufs in self.buffers.values_mut() {
+            bufs.ctx.set_precision(precision)?;
+        }
+        self.precision = precision;
+        Ok(())
+    }
+
+    /// The mixed precision ([`Trainer::set_precision`]).
+    pub fn precision(&self) -> Option<DType> {
+        self.precision
     }
 
     /// The ranks this trainer trains with.
@@ -268,6 +287,7 @@ impl Trainer {
             be,
             self.collective.rank(),
             batch,
+            self.precision,
         )?;
         bufs.ctx.set_train(true);
         bufs.ctx.set_step(self.dropout_step);
@@ -361,6 +381,7 @@ impl Trainer {
                 be,
                 self.collective.rank(),
                 batch,
+                self.precision,
             )?;
             bufs.ctx.set_train(false);
             let x = on_device(be, x, &mut bufs.x)?;
@@ -432,7 +453,14 @@ impl Trainer {
         let (mut loss_sum, mut correct) = (0.0f64, 0usize);
         for start in (first..end).step_by(batch_size) {
             let b = batch_size.min(end - start);
-            let bufs = buffers_for(&mut self.buffers, &self.net, be, self.collective.rank(), b)?;
+            let bufs = buffers_for(
+                &mut self.buffers,
+                &self.net,
+                be,
+                self.collective.rank(),
+                b,
+                self.precision,
+            )?;
             bufs.ctx.set_train(false);
             let xc = rows(x, start, b, &mut bufs.chunk_x)?;
             let yc = rows(y, start, b, &mut bufs.chunk_y)?;
@@ -522,13 +550,14 @@ fn batch_of(op: &str, x: &Tensor, y: &Tensor) -> Result<usize> {
 }
 
 /// The buffers of batch size `batch`, made on first use, with the dropout
-/// streams of data-parallel rank `rank`.
+/// streams of data-parallel rank `rank` and the trainer's mixed `precision`.
 fn buffers_for<'a>(
     map: &'a mut HashMap<usize, Buffers>,
     net: &Network,
     be: &dyn Backend,
     rank: usize,
     batch: usize,
+    precision: Option<DType>,
 ) -> Result<&'a mut Buffers> {
     Ok(match map.entry(batch) {
         Entry::Occupied(e) => e.into_mut(),
@@ -536,6 +565,7 @@ fn buffers_for<'a>(
             ctx: {
                 let mut ctx = net.new_context(be, batch)?;
                 ctx.set_stream(rank as u64);
+                ctx.set_precision(precision)?;
                 ctx
             },
             loss_grad: None,

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use verjus::nn::solver::{Solver, SolverConfig};
 use verjus::nn::{Loss, Metrics, Trainer as NnTrainer};
-use verjus::{BackendRef, Tensor};
+use verjus::{BackendRef, DType, Tensor};
 
 /// Trains one network with one solver and one loss on one device.
 ///
@@ -180,6 +180,20 @@ impl Trainer {
     #[getter]
     fn network(&self, py: Python<'_>) -> Py<Network> {
         self.network.clone_ref(py)
+    }
+
+    /// Mixed precision from here on: Linear and Conv2d products read their
+    /// operands rounded to ``dtype`` and accumulate in float32; everything
+    /// else, the parameters and the gradients stay float32.
+    ///
+    /// :param str | None dtype: ``"bfloat16"``, ``"float16"`` or None (float32)
+    #[pyo3(signature = (dtype))]
+    fn set_precision(&self, py: Python<'_>, dtype: Option<&str>) -> PyResult<()> {
+        let dtype = dtype
+            .map(str::parse::<DType>)
+            .transpose()
+            .map_err(to_py_err)?;
+        self.with_trainer(py, |t| t.set_precision(dtype).map_err(to_py_err))
     }
 
     /// The device this trainer and its network compute on.

@@ -56,3 +56,22 @@ pub fn cast(be: &dyn Backend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
     check_shape("cast", "dst", dst, src.shape())?;
     be.cast(src, dst)
 }
+
+/// `src`'s values rounded to the reduced-precision float `dtype` (bfloat16 or
+/// float16), as a fresh float32 tensor: what a product of `dtype` operands
+/// reads, for ops that run in float32 on rounded inputs (the static graph's
+/// mixed precision).
+pub fn rounded(be: &dyn Backend, src: &Tensor, dtype: DType) -> Result<Tensor> {
+    if !dtype.is_reduced_float() {
+        return Err(Error::invalid(
+            "rounded",
+            format!("rounds to bfloat16 or float16, not {dtype}"),
+        ));
+    }
+    super::check_dtype("rounded", "src", src, DType::F32)?;
+    let mut narrow = be.alloc_output(src.shape(), dtype)?;
+    cast(be, src, &mut narrow)?;
+    let mut wide = be.alloc_output(src.shape(), DType::F32)?;
+    cast(be, &narrow, &mut wide)?;
+    Ok(wide)
+}

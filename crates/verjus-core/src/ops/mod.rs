@@ -62,7 +62,7 @@ pub use lstm::{
     check_lengths, lstm_cell, lstm_cell_backward, lstm_plan, lstm_reserve_len, lstm_sequence,
     lstm_sequence_backward, LstmArgs, LstmGrads, LstmOutputGrads, LstmOutputs, LstmPlan,
 };
-pub use memory::{cast, copy, download, fill, output, upload, zeros};
+pub use memory::{cast, copy, download, fill, output, rounded, upload, zeros};
 pub use nadam::{nadam_update, NAdamStep};
 pub use optim::{adam_update, sgd_update, AdamHyper, SgdHyper};
 pub use permute::{permute, PermutePlan};

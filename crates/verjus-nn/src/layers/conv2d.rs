@@ -1,8 +1,10 @@
 //! 2-D convolution over `[C, H, W]` units (NCHW batches), PyTorch's layout
 //! (`weight [out, in, kh, kw]`, `bias [out]`). Backward is the tape's rule,
 //! `verjus_core::grad::conv2d` (the op set's filter, bias and data gradients).
+//! Under mixed precision (`Forward::precision`) the convolutions read `x`, the
+//! weight and `dy` rounded to the reduced float, with float32 accumulation.
 
-use super::{expect_inputs, fmt_shape, Backward, Built, Forward, Layer, ParamSpec};
+use super::{expect_inputs, fmt_shape, Backward, Built, Forward, Layer, Operand, ParamSpec};
 use crate::descriptor::Init;
 use crate::parameter::default_bound;
 use verjus_core::grad::{self, Conv2dGrads};
@@ -98,7 +100,9 @@ impl Layer for Conv2d {
         } else {
             None
         };
-        ops::conv2d(be, io.x.get(0)?, io.params.get(0)?, bias, self.params, io.y)
+        let x = Operand::of(be, io.x.get(0)?, io.precision)?;
+        let w = Operand::of(be, io.params.get(0)?, io.precision)?;
+        ops::conv2d(be, &x, &w, bias, self.params, io.y)
     }
 
     fn backward(&self, be: &dyn Backend, mut io: Backward<'_>) -> Result<()> {
@@ -113,13 +117,9 @@ impl Layer for Conv2d {
             dw: Some(dw),
             db,
         };
-        grad::conv2d(
-            be,
-            io.x.get(0)?,
-            io.params.get(0)?,
-            io.dy,
-            self.params,
-            grads,
-        )
+        let x = Operand::of(be, io.x.get(0)?, io.precision)?;
+        let w = Operand::of(be, io.params.get(0)?, io.precision)?;
+        let dy = Operand::of(be, io.dy, io.precision)?;
+        grad::conv2d(be, &x, &w, &dy, self.params, grads)
     }
 }

@@ -11,14 +11,19 @@
 //! forward; for `dW` the matmul rule copies the rows of `dy` and `x` into
 //! `[N*T, ...]` matrices so that one GEMM sums over all of them: this layer
 //! plans those two matrices as scratch.
+//!
+//! Under mixed precision (`Forward::precision`) every product reads its
+//! operands rounded to the reduced float (`x`, `W` and `dy`), with float32
+//! accumulation; the bias is added in float32, and its gradient sums the
+//! rounded `dy` (as the convolution's does).
 
 use super::{
-    expect_inputs, fmt_shape, internal, scratch_at, Backward, Built, Forward, Layer, ParamSpec,
-    Scratch,
+    expect_inputs, fmt_shape, internal, scratch_at, Backward, Built, Forward, Layer, Operand,
+    ParamSpec, Scratch,
 };
 use crate::descriptor::Init;
 use crate::parameter::default_bound;
-use verjus_core::grad::{self, Operand};
+use verjus_core::grad::{self, Operand as Factor};
 use verjus_core::ops::{self, BinaryOp, GemmSpec};
 use verjus_core::{Backend, Error, Result};
 
@@ -114,30 +119,32 @@ fn product() -> GemmSpec {
 
 impl Layer for Linear {
     fn forward(&self, be: &dyn Backend, io: Forward<'_>) -> Result<()> {
-        let x = io.x.get(0)?;
-        let w = io.params.get(0)?;
+        let x = Operand::of(be, io.x.get(0)?, io.precision)?;
+        let w = Operand::of(be, io.params.get(0)?, io.precision)?;
         let mut spec = product();
         if self.bias {
             let ones = scratch_at(io.scratch, 0)?;
             ops::binary(be, BinaryOp::Mul, ones, io.params.get(1)?, io.y)?;
             spec = spec.accumulate();
         }
-        ops::gemm(be, x, w, io.y, spec)
+        ops::gemm(be, &x, &w, io.y, spec)
     }
 
     fn backward(&self, be: &dyn Backend, mut io: Backward<'_>) -> Result<()> {
-        let (x, w, dy) = (io.x.get(0)?, io.params.get(0)?, io.dy);
+        let x = Operand::of(be, io.x.get(0)?, io.precision)?;
+        let w = Operand::of(be, io.params.get(0)?, io.precision)?;
+        let dy_product = Operand::of(be, io.dy, io.precision)?;
         let matrices = io
             .scratch
             .get_mut(self.flat_scratch()..)
             .ok_or_else(|| internal("scratch buffer missing"))?;
         let dw = io.dparams.get(0)?;
-        grad::matmul(be, Operand::B, x, dy, product(), dw, matrices)?;
+        grad::matmul(be, Factor::B, &x, &dy_product, product(), dw, matrices)?;
         if self.bias {
-            grad::sum_to(be, dy, io.dparams.get(1)?)?;
+            grad::sum_to(be, &dy_product, io.dparams.get(1)?)?;
         }
         if let Some(dx) = io.dx.get_mut(0).and_then(Option::as_mut) {
-            grad::matmul(be, Operand::A, w, dy, product(), dx, &mut [])?;
+            grad::matmul(be, Factor::A, &w, &dy_product, product(), dx, &mut [])?;
         }
         Ok(())
     }

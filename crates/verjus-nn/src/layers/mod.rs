@@ -309,6 +309,9 @@ pub(crate) struct Forward<'a> {
     pub stream: Stream,
     /// The time axis, when the network has sequence inputs.
     pub seq: Option<Seq<'a>>,
+    /// Mixed precision: the reduced float that products round their
+    /// operands to (see [`Context::set_precision`](crate::Context::set_precision)).
+    pub precision: Option<DType>,
 }
 
 /// Everything a backward computation reads and writes. `dx[k]` is `None` when
@@ -325,6 +328,35 @@ pub(crate) struct Backward<'a> {
     pub stream: Stream,
     /// The time axis, when the network has sequence inputs.
     pub seq: Option<Seq<'a>>,
+    /// As [`Forward::precision`].
+    pub precision: Option<DType>,
+}
+
+/// A product's operand under a [`Forward::precision`]: the tensor itself, or
+/// its values rounded to the reduced float (in a fresh float32 tensor).
+pub(crate) enum Operand<'t> {
+    Plain(&'t Tensor),
+    Rounded(Tensor),
+}
+
+impl<'t> Operand<'t> {
+    /// `t` as a product of `precision`'s operands reads it.
+    pub(crate) fn of(be: &dyn Backend, t: &'t Tensor, precision: Option<DType>) -> Result<Self> {
+        Ok(match precision {
+            Some(dtype) => Operand::Rounded(verjus_core::ops::rounded(be, t, dtype)?),
+            None => Operand::Plain(t),
+        })
+    }
+}
+
+impl std::ops::Deref for Operand<'_> {
+    type Target = Tensor;
+    fn deref(&self) -> &Tensor {
+        match self {
+            Operand::Plain(t) => t,
+            Operand::Rounded(t) => t,
+        }
+    }
 }
 
 /// A leaf layer's run-time behaviour.

@@ -112,6 +112,7 @@ fn run_layer(
         train,
         stream,
         seq: None,
+        precision: None,
     };
     built.layer.forward(be, forward).unwrap();
     let mut dx: Vec<Option<Tensor>> = xs.iter().map(|x| Some(zeros(be, x.dims()))).collect();
@@ -132,6 +133,7 @@ fn run_layer(
         train,
         stream,
         seq: None,
+        precision: None,
     };
     built.layer.backward(be, backward).unwrap();
     Outcome {

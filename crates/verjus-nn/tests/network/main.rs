@@ -17,6 +17,7 @@ mod fuzz;
 mod gradcheck;
 mod interface;
 mod losses;
+mod precision;
 mod runner;
 mod sequences;
 mod sharing;
