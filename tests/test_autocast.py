@@ -70,6 +70,24 @@ def test_linear_layers_multiply_rounded_operands_into_float32(dtype: str) -> Non
         np.testing.assert_array_equal(model(x).numpy(), plain)
 
 
+@pytest.mark.parametrize("groups", [1, 8])  # 8: depthwise (the Conformer's)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_convolutions_read_rounded_input_and_filter(dtype: str, groups: int) -> None:
+    time, chan = rf.Dim(10, name="time"), rf.Dim(8, name="chan")
+    conv = rf.Conv1d(chan, chan, 3, padding="same", groups=groups)
+    values = np.random.default_rng(2).standard_normal((4, 10, 8)).astype(np.float32)
+    x = rf.convert_to_tensor(values, dims=[rf.Dim(4, name="b"), time, chan])
+    with verjus.autocast(dtype):
+        y, _ = conv(x, in_spatial_dim=time)
+    filt = conv.filter.numpy()
+    conv.filter.assign(_rounded(filt, dtype))  # by hand: the float32 conv of rounded values
+    rounded_x = rf.convert_to_tensor(_rounded(values, dtype), dims=list(x.dims))
+    expected, _ = conv(rounded_x, in_spatial_dim=time)
+    np.testing.assert_array_equal(y.numpy(), expected.numpy())
+    conv.filter.assign(filt)
+    assert not np.array_equal(y.numpy(), conv(x, in_spatial_dim=time)[0].numpy())
+
+
 def test_gradients_are_float32_and_close_to_float32_training() -> None:
     model, x = Mlp(), _input()
 

@@ -13,7 +13,7 @@ every computation runs in Rust with the GIL released.
 - ``verjus.data``: Fashion-MNIST as numpy arrays;
 - ``verjus.cuda``: ``is_available``, ``device_count``, GPU memory counters
   (train on a GPU with ``Trainer(..., device="cuda")``);
-- ``verjus.autocast("bfloat16")``: mixed precision for the matrix products
+- ``verjus.autocast("bfloat16")``: mixed precision for the products and convolutions
   of ``verjus.rf`` code in a ``with`` block (``verjus.precision``);
 - ``verjus.memory_stats(device)``, ``verjus.reset_peak_memory_stats(device)``:
   current and peak bytes on the CPU or a GPU (``verjus.memory``);

@@ -1,15 +1,16 @@
-"""Mixed precision: ``verjus.autocast`` runs matrix products in bfloat16 or
-float16 and the rest in float32, as ``torch.autocast`` and RETURNN's
-``torch_amp`` do.
+"""Mixed precision: ``verjus.autocast`` runs matrix products and convolutions
+in bfloat16 or float16 and the rest in float32, as ``torch.autocast`` and
+RETURNN's ``torch_amp`` do.
 
     with verjus.autocast("bfloat16"):
         loss = model(x)          # verjus.rf code: its matmuls and Linear layers
     loss.backward()              # gradients are float32
 
 Inside the block, a matrix product of float32 operands (``rf.matmul``,
-``rf.Linear``, attention's projections, ...) rounds them to the block's dtype
-and multiplies with float32 accumulation into a float32 result (tensor cores
-on a GPU; a widening to float32 on the CPU, where the numbers are the same).
+``rf.Linear``, attention's projections, ...) or a convolution (``rf.Conv1d``,
+``rf.Conv2d``, the depthwise one) rounds input and weight to the block's dtype
+and computes with float32 accumulation into a float32 result (products on
+tensor cores on a GPU; a widening to float32 otherwise: the same numbers).
 The tape keeps the rounded operands, half the bytes of float32 ones.
 Everything else (elementwise ops, softmax, normalization, losses, reductions,
 optimizer updates) runs in float32, gradients stay float32 and parameters are
@@ -26,7 +27,7 @@ __all__ = ["PRECISIONS", "autocast", "precision_dtype"]
 
 
 class autocast(NativeScope):  # noqa: N801 (torch.autocast's name)
-    """Matrix products in ``dtype`` (``"bfloat16"`` or ``"float16"``) inside the
+    """Products and convolutions in ``dtype`` (``"bfloat16"`` or ``"float16"``) inside the
     ``with`` block; ``None`` or ``enabled=False`` keeps float32 (and turns off an
     outer block's autocast), so a precision option can switch it off in place."""
 

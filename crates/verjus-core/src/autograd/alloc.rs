@@ -22,11 +22,15 @@ pub(crate) fn all_outputs(be: &dyn Backend, shapes: &[Shape]) -> Result<Vec<Tens
     shapes.iter().map(|s| output(be, s)).collect()
 }
 
-/// `t` converted to float32 in a fresh tensor (exact from bfloat16 and float16).
-pub(crate) fn widened(be: &dyn Backend, t: &Tensor) -> Result<Tensor> {
+/// A bfloat16 or float16 `t` (an autocast operand) converted to float32 in a
+/// fresh tensor (exact); `None` for float32, which is used as it is.
+pub(crate) fn widened(be: &dyn Backend, t: &Tensor) -> Result<Option<Tensor>> {
+    if !t.dtype().is_reduced_float() {
+        return Ok(None);
+    }
     let mut wide = output(be, t.shape())?;
     ops::cast(be, t, &mut wide)?;
-    Ok(wide)
+    Ok(Some(wide))
 }
 
 /// `a + b` in a fresh tensor (same shapes: gradient accumulation).

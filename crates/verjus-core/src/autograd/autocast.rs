@@ -1,10 +1,14 @@
 //! Autocast: the reduced-precision dtype that matrix products on this thread
 //! run in (PyTorch's `torch.autocast`, RETURNN's `torch_amp`).
 //!
-//! Inside an [`autocast`] scope, [`Var::matmul_t`](super::Var::matmul_t)
-//! rounds its float32 operands to the scope's dtype (bfloat16 or float16)
-//! and multiplies those with float32 accumulation into a float32 result; the
-//! tape keeps the rounded operands, half the bytes. Every other op runs in
+//! Inside an [`autocast`] scope, [`Var::matmul_t`](super::Var::matmul_t),
+//! [`Var::conv2d`](super::Var::conv2d) and
+//! [`Var::depthwise_conv1d`](super::Var::depthwise_conv1d) round their float32
+//! operands (input and weight) to the scope's dtype (bfloat16 or float16) and
+//! compute with float32 accumulation into a float32 result; the tape keeps the
+//! rounded operands, half the bytes. (The product multiplies the reduced
+//! operands directly; the convolutions widen them again for their float32
+//! kernels, the same numbers.) Every other op runs in
 //! float32 as outside the scope, and gradients stay float32 (the cast's
 //! backward hands them on unrounded), so parameters and optimizer state are
 //! the float32 master copies and no loss scaling is needed to keep small
@@ -12,6 +16,7 @@
 //!
 //! The setting is thread-local and changed only through guards, like grad mode.
 
+use super::Var;
 use crate::{DType, Error, Result};
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -54,4 +59,15 @@ pub fn autocast(dtype: Option<DType>) -> Result<AutocastGuard> {
         previous,
         _not_send: PhantomData,
     })
+}
+
+/// `a` and `b` rounded to the autocast dtype when a scope is active and both
+/// are float32 (the operands of a product or a convolution); `None` otherwise.
+pub(crate) fn autocast_operands(a: &Var, b: &Var) -> Result<Option<(Var, Var)>> {
+    match autocast_dtype() {
+        Some(dtype) if a.dtype() == DType::F32 && b.dtype() == DType::F32 => {
+            Ok(Some((a.cast_float(dtype)?, b.cast_float(dtype)?)))
+        }
+        _ => Ok(None),
+    }
 }

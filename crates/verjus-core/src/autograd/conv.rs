@@ -11,14 +11,29 @@ use std::sync::Arc;
 
 impl Var {
     /// `conv2d(self, weight) + bias`: input `[n, c_in, h, w]`, weight
-    /// `[c_out, c_in, kh, kw]`, bias `[c_out]`.
+    /// `[c_out, c_in, kh, kw]`, bias `[c_out]`. Inside an
+    /// [`autocast`](super::autocast) scope the input and weight are rounded
+    /// to its dtype first.
     pub fn conv2d(&self, weight: &Var, bias: Option<&Var>, params: Conv2dParams) -> Result<Var> {
+        match super::autocast::autocast_operands(self, weight)? {
+            Some((x, w)) => x.conv2d_of(&w, bias, params),
+            None => self.conv2d_of(weight, bias, params),
+        }
+    }
+
+    /// [`Var::conv2d`] of the operands as they are (rounded ones widened for
+    /// the float32 kernels).
+    fn conv2d_of(&self, weight: &Var, bias: Option<&Var>, params: Conv2dParams) -> Result<Var> {
         let has_bias = bias.is_some();
         let mut inputs = vec![self, weight];
         inputs.extend(bias);
         let saves = Saves::inputs(Reads::Only(&[0, 1]));
         Var::record("conv2d", self.backend(), &inputs, saves, move |be, xs| {
-            let (x, w) = (&xs[0], &xs[1]);
+            let (wide_x, wide_w) = (alloc::widened(be, &xs[0])?, alloc::widened(be, &xs[1])?);
+            let (x, w) = (
+                wide_x.as_ref().unwrap_or(&xs[0]),
+                wide_w.as_ref().unwrap_or(&xs[1]),
+            );
             let b = has_bias.then(|| &xs[2]);
             let plan = Conv2dPlan::new(x.shape(), w.shape(), params)?;
             let mut y = alloc::output(be, &plan.output_shape()?)?;
@@ -26,6 +41,8 @@ impl Var {
             let bias_shape = b.map(|b| b.shape().clone());
             let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
                 let (x, w) = (inputs.get(0)?, inputs.get(1)?);
+                let (wide_x, wide_w) = (alloc::widened(be, &x)?, alloc::widened(be, &w)?);
+                let (x, w) = (wide_x.as_ref().unwrap_or(&x), wide_w.as_ref().unwrap_or(&w));
                 let fresh = |i: usize, shape: Option<&Shape>| {
                     shape
                         .filter(|_| need(needs, i))
@@ -40,7 +57,7 @@ impl Var {
                     dw: dw.as_mut(),
                     db: db.as_mut(),
                 };
-                grad::conv2d(be, &x, &w, &dy, params, grads)?;
+                grad::conv2d(be, x, w, &dy, params, grads)?;
                 let mut grads = vec![dx, dw];
                 if bias_shape.is_some() {
                     grads.push(db);

@@ -12,8 +12,25 @@ use std::sync::Arc;
 impl Var {
     /// Depthwise convolution of `x [N, T, C]` along `T` with `filter [C, K]`
     /// and an optional `bias [C]` (see [`ops::depthwise_conv1d`]): `[N,
-    /// T_out, C]`. Gradients flow to `x`, `filter` and `bias`.
+    /// T_out, C]`. Gradients flow to `x`, `filter` and `bias`. Inside an
+    /// [`autocast`](super::autocast) scope `x` and the filter are rounded to
+    /// its dtype first.
     pub fn depthwise_conv1d(
+        &self,
+        filter: &Var,
+        bias: Option<&Var>,
+        padding: [usize; 2],
+        dilation: usize,
+    ) -> Result<Var> {
+        match super::autocast::autocast_operands(self, filter)? {
+            Some((x, f)) => x.depthwise_of(&f, bias, padding, dilation),
+            None => self.depthwise_of(filter, bias, padding, dilation),
+        }
+    }
+
+    /// [`Var::depthwise_conv1d`] of the operands as they are (rounded ones
+    /// widened for the float32 kernels).
+    fn depthwise_of(
         &self,
         filter: &Var,
         bias: Option<&Var>,
@@ -30,9 +47,10 @@ impl Var {
             &inputs,
             saves,
             move |be, xs| {
+                let (wide_x, wide_f) = (alloc::widened(be, &xs[0])?, alloc::widened(be, &xs[1])?);
                 let args = DepthwiseArgs {
-                    x: &xs[0],
-                    filter: &xs[1],
+                    x: wide_x.as_ref().unwrap_or(&xs[0]),
+                    filter: wide_f.as_ref().unwrap_or(&xs[1]),
                     bias: xs.get(2).map(|b| &**b),
                     padding,
                     dilation,
@@ -42,6 +60,11 @@ impl Var {
                 ops::depthwise_conv1d(be, &args, &mut y)?;
                 let backward: BackwardFn = Box::new(move |be, dy, inputs, needs| {
                     let (x, filter) = (inputs.get(0)?, inputs.get(1)?);
+                    let (wide_x, wide_f) = (alloc::widened(be, &x)?, alloc::widened(be, &filter)?);
+                    let (x, filter) = (
+                        wide_x.as_ref().unwrap_or(&x),
+                        wide_f.as_ref().unwrap_or(&filter),
+                    );
                     let mut grads: Vec<Option<Tensor>> =
                         (0..2 + usize::from(has_bias)).map(|_| None).collect();
                     if need(needs, 0) {
@@ -58,8 +81,8 @@ impl Var {
                     let dfilter = slots.next().and_then(Option::as_mut);
                     let dbias = slots.next().and_then(Option::as_mut);
                     let args = DepthwiseArgs {
-                        x: &x,
-                        filter: &filter,
+                        x,
+                        filter,
                         bias: None,
                         padding,
                         dilation,

@@ -7,7 +7,7 @@ use super::record::{Reads, Saves};
 use super::var::Var;
 use crate::grad::{self, Operand};
 use crate::ops::{self, GemmPlan, GemmSpec};
-use crate::{Backend, DType, Result, Shape, Tensor};
+use crate::{Backend, Result, Shape, Tensor};
 use std::sync::Arc;
 
 impl Var {
@@ -22,11 +22,9 @@ impl Var {
     /// [`autocast`](super::autocast) scope, float32 operands are rounded to
     /// its dtype first (the result is float32; see `autocast.rs`).
     pub fn matmul_t(&self, other: &Var, trans_a: bool, trans_b: bool) -> Result<Var> {
-        match super::autocast_dtype() {
-            Some(dtype) if self.dtype() == DType::F32 && other.dtype() == DType::F32 => self
-                .cast_float(dtype)?
-                .product(&other.cast_float(dtype)?, trans_a, trans_b),
-            _ => self.product(other, trans_a, trans_b),
+        match super::autocast::autocast_operands(self, other)? {
+            Some((a, b)) => a.product(&b, trans_a, trans_b),
+            None => self.product(other, trans_a, trans_b),
         }
     }
 
@@ -89,13 +87,8 @@ fn operand_grad(
     g: &Tensor,
     spec: GemmSpec,
 ) -> Result<Tensor> {
-    let wide;
-    let other = if other.dtype().is_reduced_float() {
-        wide = alloc::widened(be, other)?;
-        &wide
-    } else {
-        other
-    };
+    let wide = alloc::widened(be, other)?;
+    let other = wide.as_ref().unwrap_or(other);
     let shapes = grad::matmul_scratch(operand, other.shape(), g.shape(), spec, this)?;
     let mut scratch = alloc::all_outputs(be, &shapes)?;
     let mut out = alloc::output(be, this)?;
