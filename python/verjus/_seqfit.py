@@ -22,6 +22,7 @@ import numpy.typing as npt
 from verjus import distributed
 from verjus._sequences import check_lengths, is_ragged, pad
 from verjus.data import TextBatcher
+from verjus.precision import skipped_note
 
 if TYPE_CHECKING:
     from verjus.trainer import Callback, History, Trainer
@@ -164,7 +165,7 @@ def fit_sequences(
     main = distributed.is_main_process()
     for epoch in range(initial_epoch + 1, epochs + 1):
         bar = _Progress(train.batches, f"epoch {epoch}/{epochs}", progress and main)
-        start = time.perf_counter()
+        start, skipped = time.perf_counter(), trainer.skipped_steps
         loss_sum, count, frames = 0.0, 0, 0
         try:
             for batch in train.epoch(seed + epoch if shuffle else None, epoch):
@@ -182,6 +183,7 @@ def fit_sequences(
         finally:
             bar.close()
         seconds = time.perf_counter() - start
+        skipped_in_epoch = trainer.skipped_steps - skipped
         metrics: dict[str, float] = {
             "epoch": epoch,
             "train_loss": loss_sum / max(count, 1),
@@ -189,6 +191,8 @@ def fit_sequences(
             "examples_per_second": train.examples / max(seconds, 1e-9),
             "frames_per_second": frames / max(seconds, 1e-9),
         }
+        if trainer.precision == "16-mixed":
+            metrics["skipped_steps"] = skipped_in_epoch
         if train.per_frame:
             metrics["train_bpc"] = metrics["train_loss"] / math.log(2)
         if validation is not None:
@@ -216,5 +220,6 @@ def epoch_line(metrics: dict[str, float], epochs: int) -> str:
             parts.append(f"{label} {metrics[key]:.4f}")
     return (
         f"epoch {int(metrics['epoch'])}/{epochs}: {', '.join(parts)} "
-        f"({metrics['seconds']:.1f} s, {metrics['frames_per_second']:,.0f} frames/s)"
+        f"({metrics['seconds']:.1f} s, {metrics['frames_per_second']:,.0f} frames/s"
+        f"{skipped_note(metrics)})"
     )

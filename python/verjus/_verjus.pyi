@@ -311,6 +311,12 @@ class Trainer:
         :rtype: str
         """
     @property
+    def loss_scale(self) -> float:
+        """The loss scale of ``"16-mixed"`` (1.0 otherwise).
+
+        :rtype: float
+        """
+    @property
     def lr(self) -> float:
         """The learning rate the next step will use (after the schedule).
 
@@ -321,6 +327,13 @@ class Trainer:
         """The network this trainer trains (the same object it was made with).
 
         :rtype: Network
+        """
+    @property
+    def skipped_steps(self) -> int:
+        """Steps skipped because their float16-scaled gradients overflowed
+        (``"16-mixed"``'s dynamic loss scaling; 0 otherwise).
+
+        :rtype: int
         """
     @property
     def step(self) -> int:

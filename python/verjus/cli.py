@@ -95,7 +95,7 @@ from verjus.data import FASHION_MNIST_CLASSES, CharVocab, fashion_mnist
 from verjus.launch import launch, without_nproc
 from verjus.network import Network
 from verjus.plot import BITS_PER_CHARACTER, LOSS_AND_ACCURACY, plot_curves
-from verjus.precision import PRECISIONS
+from verjus.precision import PRECISIONS, skipped_note
 from verjus.trainer import Callback, Trainer
 
 __all__ = ["main"]
@@ -188,12 +188,14 @@ class _RunFolder(Callback):
             "seconds": metrics["seconds"],
             "examples_per_second": metrics["examples_per_second"],
             "lr": trainer.lr,
+            **_skipped(metrics),
         }
         self.epochs.append(row)
         print(
             f"epoch {row['epoch']}/{self.total_epochs}: train loss {row['train_loss']:.4f}, "
             f"test loss {row['test_loss']:.4f}, test accuracy {row['test_accuracy']:.4f} "
-            f"({row['seconds']:.1f} s, {row['examples_per_second']:,.0f} examples/s)",
+            f"({row['seconds']:.1f} s, {row['examples_per_second']:,.0f} examples/s"
+            f"{skipped_note(metrics)})",
             flush=True,
         )
         self._write(trainer)
@@ -208,12 +210,14 @@ class _RunFolder(Callback):
             "seconds": metrics["seconds"],
             "characters_per_second": metrics["frames_per_second"],
             "lr": trainer.lr,
+            **_skipped(metrics),
         }
         self.epochs.append(row)
         print(
             f"epoch {row['epoch']}/{self.total_epochs}: train {row['train_bpc']:.4f} bpc, "
             f"validation {row['validation_bpc']:.4f} bits per character "
-            f"({row['seconds']:.1f} s, {row['characters_per_second']:,.0f} characters/s)",
+            f"({row['seconds']:.1f} s, {row['characters_per_second']:,.0f} characters/s"
+            f"{skipped_note(metrics)})",
             flush=True,
         )
         self._write(trainer)
@@ -301,6 +305,12 @@ def _run_folder(
             trainer.save_checkpoint(out, vocab=vocab)
             write_text_atomic(out / SETTINGS_FILE, json.dumps(_settings(args), indent=1) + "\n")
         yield
+
+
+def _skipped(metrics: Mapping[str, float]) -> dict[str, int]:
+    """A ``metrics.jsonl`` row's ``skipped_steps`` (float16's overflowed steps),
+    where ``fit`` counted them."""
+    return {"skipped_steps": int(metrics["skipped_steps"])} if "skipped_steps" in metrics else {}
 
 
 def _settings(args: argparse.Namespace) -> dict[str, object]:

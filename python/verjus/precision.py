@@ -20,10 +20,12 @@ ever held in float16. The setting belongs to the thread that enters the block.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from verjus._native_scope import NativeScope
 from verjus._verjus import AutocastScope
 
-__all__ = ["PRECISIONS", "autocast", "precision_dtype"]
+__all__ = ["PRECISIONS", "autocast", "precision_dtype", "skipped_note"]
 
 
 class autocast(NativeScope):  # noqa: N801 (torch.autocast's name)
@@ -47,3 +49,13 @@ def precision_dtype(precision: str) -> str | None:
     if precision not in PRECISIONS:
         raise ValueError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
     return PRECISIONS[precision]
+
+
+def skipped_note(metrics: Mapping[str, float]) -> str:
+    """The part of an epoch's line that reports float16 steps skipped for
+    overflow (``metrics["skipped_steps"]``, which ``fit`` records under
+    ``"16-mixed"``): empty when none were."""
+    skipped = int(metrics.get("skipped_steps", 0))
+    if not skipped:
+        return ""
+    return f", {skipped} step{'s' if skipped > 1 else ''} skipped (float16 overflow)"

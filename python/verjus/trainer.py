@@ -41,7 +41,7 @@ from verjus._seqfit import SequenceBatches, fit_sequences
 from verjus.data import TextBatcher
 from verjus.network import Network
 from verjus.optim import Optimizer, from_config
-from verjus.precision import precision_dtype
+from verjus.precision import precision_dtype, skipped_note
 
 __all__ = ["LOSSES", "Callback", "History", "Metrics", "Trainer"]
 
@@ -244,6 +244,19 @@ class Trainer:
         return self._native.step
 
     @property
+    def skipped_steps(self) -> int:
+        """Steps skipped because their float16-scaled gradients overflowed
+        (``"16-mixed"``'s dynamic loss scaling, as PyTorch's ``GradScaler``:
+        the loss gradient is scaled by ``loss_scale``, halved on overflow and
+        doubled after 2000 steps without one); 0 in other precisions."""
+        return self._native.skipped_steps
+
+    @property
+    def loss_scale(self) -> float:
+        """The loss scale of ``"16-mixed"`` (1.0 otherwise)."""
+        return self._native.loss_scale
+
+    @property
     def lr(self) -> float:
         """The learning rate of the next step (after the schedule)."""
         return self._native.lr
@@ -391,7 +404,7 @@ class Trainer:
                 for hook in hooks:
                     hook.on_step_end(self, examples, loss)
 
-            start = time.perf_counter()
+            start, skipped = time.perf_counter(), self.skipped_steps
             try:
                 shuffle_seed = (seed + epoch) & _U64 if shuffle else None
                 train_loss = self._native.train_epoch(data, batch_size, shuffle_seed, on_step)
@@ -404,6 +417,8 @@ class Trainer:
                 "seconds": seconds,
                 "examples_per_second": len(data) / max(seconds, 1e-9),
             }
+            if self.precision == "16-mixed":
+                metrics["skipped_steps"] = self.skipped_steps - skipped
             if validation is not None:
                 loss, accuracy = self._native.evaluate_dataset(validation, eval_batch_size)
                 metrics.update(Metrics(loss, accuracy).as_dict("val_"))
@@ -433,7 +448,8 @@ def _epoch_line(metrics: Mapping[str, float], epochs: int) -> str:
         parts.append(f"val accuracy {metrics['val_accuracy']:.4f}")
     return (
         f"epoch {int(metrics['epoch'])}/{epochs}: {', '.join(parts)} "
-        f"({metrics['seconds']:.1f} s, {metrics['examples_per_second']:,.0f} examples/s)"
+        f"({metrics['seconds']:.1f} s, {metrics['examples_per_second']:,.0f} examples/s"
+        f"{skipped_note(metrics)})"
     )
 
 

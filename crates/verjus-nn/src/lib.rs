@@ -76,6 +76,7 @@ mod interface;
 mod layers;
 mod load;
 mod loss;
+mod loss_scale;
 mod network;
 mod parameter;
 mod runner;

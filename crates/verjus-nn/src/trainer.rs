@@ -35,6 +35,7 @@
 use crate::context::{refit, Context};
 use crate::data::Dataset;
 use crate::loss::Loss;
+use crate::loss_scale::LossScaler;
 use crate::network::Network;
 use crate::parameter::Parameter;
 use crate::solver::{ParamMut, Solver};
@@ -74,6 +75,8 @@ struct Buffers {
     ctx: Context,
     /// Gradient of the summed loss wrt output 0.
     loss_grad: Option<Tensor>,
+    /// `loss_grad` times float16's loss scale.
+    scaled_loss_grad: Option<Tensor>,
     /// Argmax of output 0, `[batch]` int64.
     pred: Option<Tensor>,
     /// Rows of the evaluation set, on the host.
@@ -97,6 +100,8 @@ pub struct Trainer {
     collective: CollectiveRef,
     /// Mixed precision of the contexts ([`Trainer::set_precision`]).
     precision: Option<DType>,
+    /// The loss scale of float16 mixed precision.
+    scaler: Option<LossScaler>,
 }
 
 impl Trainer {
@@ -113,6 +118,7 @@ impl Trainer {
             dropout_step: 0,
             collective: Arc::new(Solo),
             precision: None,
+            scaler: None,
         }
     }
 
@@ -127,13 +133,31 @@ impl Trainer {
 
     /// Mixed precision for the steps and evaluations from here on (see
     /// [`Context::set_precision`]): `Some(BF16)` is Lightning's
-    /// `"bf16-mixed"`, `Some(F16)` its `"16-mixed"`, `None` float32.
+    /// `"bf16-mixed"`, `Some(F16)` its `"16-mixed"`, `None` float32. Float16
+    /// trains with dynamic loss scaling (`loss_scale.rs`; a step whose scaled
+    /// gradients overflow is skipped: [`Trainer::skipped_steps`]).
     pub fn set_precision(&mut self, precision: Option<DType>) -> Result<()> {
         for bufs in self.buffers.values_mut() {
             bufs.ctx.set_precision(precision)?;
         }
+        if precision != Some(DType::F16) {
+            self.scaler = None;
+        } else if self.scaler.is_none() {
+            self.scaler = Some(LossScaler::new());
+        }
         self.precision = precision;
         Ok(())
+    }
+
+    /// Steps skipped because their float16-scaled gradients overflowed (0
+    /// unless the precision is float16).
+    pub fn skipped_steps(&self) -> u64 {
+        self.scaler.as_ref().map_or(0, LossScaler::skipped)
+    }
+
+    /// The current loss scale of float16 mixed precision (1 otherwise).
+    pub fn loss_scale(&self) -> f32 {
+        self.scaler.as_ref().map_or(1.0, LossScaler::scale)
     }
 
     /// The mixed precision ([`Trainer::set_precision`]).
@@ -298,6 +322,7 @@ impl Trainer {
         self.dropout_step = bufs.ctx.step();
         let out = bufs.ctx.output(0);
         let loss_grad = fit(be, &mut bufs.loss_grad, out.shape(), DType::F32)?;
+        let scale = self.scaler.as_ref().map(LossScaler::scale);
         // Per-frame losses are normalised by the number of real frames.
         let (loss, norm) = if self.net.output_is_sequence(0) {
             let lengths = bufs.ctx.lengths();
@@ -306,8 +331,20 @@ impl Trainer {
         } else {
             (self.loss.compute(be, out, y, Some(&mut *loss_grad))?, batch)
         };
-        self.net
-            .compute_gradients(be, &mut bufs.ctx, &[&*loss_grad])?;
+        let seed: &Tensor = match scale {
+            Some(s) => {
+                let scaled = fit(
+                    be,
+                    &mut bufs.scaled_loss_grad,
+                    loss_grad.shape(),
+                    DType::F32,
+                )?;
+                ops::unary(be, ops::UnaryOp::Scale(s), loss_grad, scaled)?;
+                scaled
+            }
+            None => loss_grad,
+        };
+        self.net.compute_gradients(be, &mut bufs.ctx, &[seed])?;
         // Only parameters that backward reaches: as PyTorch's optimizers skip a
         // parameter without a gradient, a layer that feeds no output is neither
         // decayed nor given solver state.
@@ -324,7 +361,14 @@ impl Trainer {
             drop(params);
             return Err(diverged(&self.net, be, op, loss));
         };
-        self.solver.step(be, &mut params, &grads, norm)?;
+        update(
+            &mut self.solver,
+            self.scaler.as_mut(),
+            be,
+            &mut params,
+            &grads,
+            norm,
+        )?;
         Ok((loss, batch))
     }
 
@@ -354,7 +398,14 @@ impl Trainer {
                 drop(params);
                 return Err(diverged(&self.net, be, op, 0.0));
             };
-            self.solver.step(be, &mut params, &grads, norm)?;
+            update(
+                &mut self.solver,
+                self.scaler.as_mut(),
+                be,
+                &mut params,
+                &grads,
+                norm,
+            )?;
             Ok(loss)
         })
     }
@@ -504,6 +555,32 @@ fn sum_over_ranks<'g>(
         .map(|(loss, norm)| (grads.into_iter().map(|g| &*g).collect(), loss, norm)))
 }
 
+/// The solver's update from the gradients summed over `norm` examples (over
+/// ranks), with float16's loss scale divided out; none when the scaler finds
+/// the scaled gradients overflowed (every rank decides alike: the sums agree).
+fn update(
+    solver: &mut Solver,
+    scaler: Option<&mut LossScaler>,
+    be: &dyn Backend,
+    params: &mut [&mut Parameter],
+    grads: &[&Tensor],
+    norm: usize,
+) -> Result<()> {
+    let divisor = match scaler {
+        None => norm,
+        Some(scaler) => {
+            let scale = scaler.scale(); // what these gradients were scaled by
+            if !scaler.admit(be, grads)? {
+                return Ok(());
+            }
+            // An integer power of two in [1, 2^24]: the product is exact.
+            norm * scale as usize
+        }
+    };
+    solver.step(be, params, grads, divisor)?;
+    Ok(())
+}
+
 /// The error of a step whose loss is not finite on this or another rank.
 fn diverged(net: &Network, be: &dyn Backend, op: &str, loss: f32) -> Error {
     if loss.is_finite() {
@@ -569,6 +646,7 @@ fn buffers_for<'a>(
                 ctx
             },
             loss_grad: None,
+            scaled_loss_grad: None,
             pred: None,
             chunk_x: None,
             chunk_y: None,

@@ -196,6 +196,23 @@ impl Trainer {
         self.with_trainer(py, |t| t.set_precision(dtype).map_err(to_py_err))
     }
 
+    /// Steps skipped because their float16-scaled gradients overflowed
+    /// (``"16-mixed"``'s dynamic loss scaling; 0 otherwise).
+    ///
+    /// :rtype: int
+    #[getter]
+    fn skipped_steps(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_trainer(py, |t| Ok(t.skipped_steps()))
+    }
+
+    /// The loss scale of ``"16-mixed"`` (1.0 otherwise).
+    ///
+    /// :rtype: float
+    #[getter]
+    fn loss_scale(&self, py: Python<'_>) -> PyResult<f32> {
+        self.with_trainer(py, |t| Ok(t.loss_scale()))
+    }
+
     /// The device this trainer and its network compute on.
     ///
     /// :rtype: str

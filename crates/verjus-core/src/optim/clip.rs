@@ -71,7 +71,9 @@ impl GradNorm {
         ops::reduce(be, ReduceOp::Sum, joined, &[0], total)?;
         let host = ops::download(be, total)?;
         let sum = host.as_slice::<f32>()?.first().copied().unwrap_or(0.0);
-        Ok(sum.max(0.0).sqrt())
+        // A NaN gradient must give a NaN norm (`sum.max(0.0)` turned it into 0,
+        // so clipping let NaN gradients through as if they were zero).
+        Ok(sum.sqrt())
     }
 }
 
