@@ -19,9 +19,10 @@ The same case code runs on both (RETURNN's in the reference interpreter, see
 ``EXPECTED`` holds RETURNN's dtypes and sparse dims as literals, so that verjus is
 checked against them where RETURNN and torch are missing (CI's venv), and RETURNN
 against them where they are not. The int operators (``+``, ``*``, ``minimum``, ...)
-keep the sparse dim an operand has (RETURNN's ``res_sparse_dim``). Where verjus
-still differs (``x * 2.0``, ``reduce_sum``'s int64 under torch) the cases are left
-out; see docs/returnn.md.
+keep the sparse dim an operand has (RETURNN's ``res_sparse_dim``), and a Python
+float makes an int tensor's result float32 (``x * 2.0``). Where verjus still
+differs (``reduce_sum``'s int64 under torch; the sparse dim RETURNN leaves on
+``labels * 2.0``'s float result) the cases are left out; see docs/returnn.md.
 """
 
 from __future__ import annotations
@@ -199,6 +200,9 @@ def case_operators(rf, Dim, data):
     record(out, "plus-sparse", labels + labels)
     record(out, "minimum-plain", rf.minimum(labels, ints))
     record(out, "clip", rf.clip_by_value(labels, 0, 5))
+    record(out, "times-2.0", ints * 2.0)
+    record(out, "2.0-minus", 2.0 - ints)
+    record(out, "combine-float", rf.combine(ints, "mul", 3.0))
     return out
 """
 
@@ -298,6 +302,9 @@ EXPECTED = {
         "plus-sparse": "int32|vocab",
         "minimum-plain": "int32|vocab",
         "clip": "int32|vocab",
+        "times-2.0": "float32|",
+        "2.0-minus": "float32|",
+        "combine-float": "float32|",
     },
 }
 ITEMS = list(EXPECTED)

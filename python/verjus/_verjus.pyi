@@ -1974,6 +1974,23 @@ class AutocastScope:
         setting returns.
         """
 
+def safetensors_save(path: str, names: list[str], arrays: list[npt.NDArray[np.float32]]) -> None:
+    """Writes float32 arrays under their names to a safetensors file, atomically.
+
+    :param str path: the file (replaced if it exists)
+    :param list[str] names: the tensors' names
+    :param list[npt.NDArray[np.float32]] arrays: the values, one per name
+    """
+
+def safetensors_load(path: str) -> list[tuple[str, npt.NDArray[Any]]]:
+    """The tensors of a safetensors file (F32, BF16 or F16) by name, in name
+    order, each as a numpy array of its file's dtype (bfloat16 as
+    ``verjus.rf.Tensor.numpy`` gives it).
+
+    :param str path: the file
+    :rtype: list[tuple[str, npt.NDArray[Any]]]
+    """
+
 def host_memory_stats() -> tuple[int, int]:
     """The bytes owned by host (CPU) tensors.
 

@@ -81,7 +81,13 @@ fn write_then_rename(
         .write(true)
         .create_new(true)
         .open(temp)
-        .map_err(|e| io(&format!("create {}", temp.display()), e))?;
+        .map_err(|e| match e.kind() {
+            // Not the temporary file's name: the user never chose it.
+            std::io::ErrorKind::NotFound => {
+                Error::file(path, format!("the folder {} does not exist", dir.display()))
+            }
+            _ => io(&format!("create {}", temp.display()), e),
+        })?;
     file.write_all(bytes).map_err(|e| io("write", e))?;
     if let Ok(old) = fs::metadata(target) {
         file.set_permissions(old.permissions())
@@ -121,6 +127,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["w.bin"]);
+    }
+
+    #[test]
+    fn a_missing_folder_is_named_not_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("w.bin");
+        let err = write_atomic(&path, b"x").unwrap_err().to_string();
+        assert!(
+            err.contains("missing") && err.contains("does not exist"),
+            "{err}"
+        );
+        assert!(!err.contains(".w.bin."), "{err}"); // the temporary file
     }
 
     #[cfg(unix)]

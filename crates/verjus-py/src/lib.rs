@@ -39,6 +39,7 @@ mod memory;
 mod network;
 mod rf;
 mod runner;
+mod safetensors;
 mod sequences;
 mod shared;
 mod stepper;
@@ -146,6 +147,7 @@ fn _verjus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stepper::Stepper>()?;
     rf::register(m)?;
     autocast::register(m)?;
+    safetensors::register(m)?;
     memory::register(m)?;
     text_data::register(m)?;
     Ok(())

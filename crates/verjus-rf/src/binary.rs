@@ -92,6 +92,22 @@ fn result_sparse_dim(a: &RfTensor, b: &RfTensor) -> Option<crate::Dim> {
     }
 }
 
+/// `a op s` (or `s op a`) for a number written as a float (Python's `2.0`):
+/// as in RETURNN, a float makes the result float32 even when its value is
+/// integral, so an integer `a` is cast first (`labels * 2.0` is float32,
+/// `labels * 2` stays int32).
+pub fn combine_float_scalar(
+    a: &RfTensor,
+    op: BinaryOp,
+    s: f64,
+    scalar_first: bool,
+) -> Result<RfTensor> {
+    if a.dtype().is_int() {
+        return combine_scalar(&crate::cast(a, RfDType::Float32)?, op, s, scalar_first);
+    }
+    combine_scalar(a, op, s, scalar_first)
+}
+
 /// An integer power stays an integer only for exponents from 0 up: `2 ** -1`
 /// is 0.5, which the integer result would truncate to 0 without a word. A
 /// negative exponent is an error instead, as in PyTorch.

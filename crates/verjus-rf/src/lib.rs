@@ -89,7 +89,7 @@ mod unary;
 mod window;
 
 pub use attention::dot_attention;
-pub use binary::{combine, combine_scalar, compare, parse_kind, where_};
+pub use binary::{combine, combine_float_scalar, combine_scalar, compare, parse_kind, where_};
 pub use concat::{concat, pad};
 pub use conv::{conv, ConvArgs};
 pub use ctc::{ctc_loss, CtcOptions};

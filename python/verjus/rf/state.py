@@ -7,6 +7,9 @@ which is what RETURNN's frontend on PyTorch keeps in its state dict, so a file
 reads with ``safetensors.numpy.load_file`` (or ``safetensors.torch``) under the
 names RETURNN uses. The file is written atomically (a temporary file renamed
 over the target), tensors in name order, so the same values give the same bytes.
+Reading and writing are the static graph's (``verjus.nn``'s safetensors code,
+through ``verjus._verjus``): a broken file is an ``OSError`` naming it, and
+BF16 and F16 tensors widen to float32.
 
 Parametrizations are code, not state: a parametrized parameter is saved as its
 original ``rf.Parameter`` (what ``named_parameters`` lists), so a module with
@@ -18,19 +21,15 @@ those the code registered (``rf.weight_norm`` replaces the parameter by its own
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 from collections.abc import Mapping
 
 import numpy as np
 
-from verjus._files import write_bytes_atomic
+from verjus._verjus import safetensors_load, safetensors_save
 from verjus.rf.module import Module
 
 __all__ = ["load_state", "load_state_dict", "read_state", "save_state", "state_dict"]
-
-_HEADER_LIMIT = 100_000_000
 
 
 def state_dict(module: Module) -> dict[str, np.ndarray]:
@@ -88,7 +87,9 @@ def save_state(module: Module, path: str | os.PathLike[str]) -> None:
     :param module: the module
     :param path: the file (replaced if it exists)
     """
-    write_bytes_atomic(path, _encode(state_dict(module)))
+    state = state_dict(module)
+    names = sorted(state)
+    safetensors_save(os.fspath(path), names, [state[n] for n in names])
 
 
 def load_state(module: Module, path: str | os.PathLike[str], *, strict: bool = True) -> None:
@@ -109,68 +110,4 @@ def read_state(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
     :param path: the file
     """
-    with open(path, "rb") as f:
-        data = f.read()
-    return _decode(data, os.fspath(path))
-
-
-def _encode(arrays: Mapping[str, np.ndarray]) -> bytes:
-    """The safetensors bytes of float32 ``arrays`` (in name order)."""
-    header: dict[str, object] = {}
-    chunks = []
-    offset = 0
-    for name in sorted(arrays):
-        raw = np.ascontiguousarray(arrays[name], dtype="<f4").tobytes()
-        shape = list(arrays[name].shape)
-        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + len(raw)]}
-        chunks.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
-
-
-def _decode(data: bytes, path: str) -> dict[str, np.ndarray]:
-    """The float32 tensors of the safetensors bytes ``data`` (read from ``path``)."""
-    if len(data) < 8:
-        raise ValueError(f"load_state: {path}: not a safetensors file ({len(data)} bytes)")
-    (size,) = struct.unpack("<Q", data[:8])
-    if size > min(_HEADER_LIMIT, len(data) - 8):
-        raise ValueError(f"load_state: {path}: header of {size} bytes in a {len(data)}-byte file")
-    try:
-        header = json.loads(data[8 : 8 + size])
-    except ValueError as e:
-        raise ValueError(f"load_state: {path}: the header is not JSON: {e}") from None
-    if not isinstance(header, dict):
-        raise ValueError(f"load_state: {path}: the header is not a JSON object")
-    body = memoryview(data)[8 + size :]
-    arrays = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-        if dtype not in _FILE_DTYPES:
-            raise ValueError(f"load_state: {path}: {name} is {dtype}, expected F32, BF16 or F16")
-        begin, end = offsets
-        count = int(np.prod(shape, dtype=np.int64))
-        if not 0 <= begin <= end <= len(body) or end - begin != _FILE_DTYPES[dtype] * count:
-            raise ValueError(
-                f"load_state: {path}: {name} of shape {shape} has data offsets "
-                f"{offsets} in a body of {len(body)} bytes"
-            )
-        arrays[name] = _widened(body[begin:end], dtype).reshape(shape)
-    return arrays
-
-
-# The safetensors float types a file may hold, by their bytes per element;
-# parameters are float32, so the others widen (exactly) when read.
-_FILE_DTYPES = {"F32": 4, "BF16": 2, "F16": 2}
-
-
-def _widened(raw: memoryview, dtype: str) -> np.ndarray:
-    """The little-endian ``dtype`` elements of ``raw`` as float32 (a copy)."""
-    if dtype == "F16":
-        return np.frombuffer(raw, "<f2").astype(np.float32)
-    if dtype == "BF16":  # bfloat16 is the upper half of a float32
-        return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-    return np.frombuffer(raw, "<f4").astype(np.float32)
+    return {name: np.asarray(a, np.float32) for name, a in safetensors_load(os.fspath(path))}

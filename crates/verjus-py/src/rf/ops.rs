@@ -4,11 +4,13 @@
 //! and return types the stub generator reads (`:param TYPE name:`,
 //! `:rtype:`); `super::register` lists them.
 
+use super::operators::number_op;
 use super::tensor::dims_of;
 use super::{backend, compute, PyDim, PyTensor};
 use crate::error::to_py_err;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyFloat;
 use verjus::ops::{BinaryOp, UnaryOp};
 use verjus::rf::{self, Dim, ReduceMode, RfDType, RfTensor};
 use verjus::{Result, Tensor};
@@ -134,12 +136,20 @@ fn binary(
             run_on(py, &[a, b], || rf::combine(a, op, b, allow))
         }
         (Ok(a), Err(_)) => {
-            let (a, s) = (a.get().value()?, b.extract::<f64>()?);
-            run(py, move || rf::combine_scalar(&a, op, s, false))
+            let (t, s, float) = (
+                a.get().value()?,
+                b.extract::<f64>()?,
+                b.is_instance_of::<PyFloat>(),
+            );
+            run(py, move || number_op(&t, op, s, float, false))
         }
         (Err(_), Ok(b)) => {
-            let (b, s) = (b.get().value()?, a.extract::<f64>()?);
-            run(py, move || rf::combine_scalar(&b, op, s, true))
+            let (t, s, float) = (
+                b.get().value()?,
+                a.extract::<f64>()?,
+                a.is_instance_of::<PyFloat>(),
+            );
+            run(py, move || number_op(&t, op, s, float, true))
         }
         _ => Err(PyTypeError::new_err(
             "combine: at least one operand must be a Tensor",
