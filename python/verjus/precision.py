@@ -16,6 +16,11 @@ Everything else (elementwise ops, softmax, normalization, losses, reductions,
 optimizer updates) runs in float32, gradients stay float32 and parameters are
 the float32 master copies: no loss scaling is needed, since no gradient is
 ever held in float16. The setting belongs to the thread that enters the block.
+
+The static-graph ``Trainer(precision=...)`` and ``verjus train --precision``
+take Lightning's names (``PRECISIONS``); there the Linear and Conv2d layers
+also round the output gradient in backward, so ``"16-mixed"`` scales the loss
+(``Trainer.skipped_steps``; docs/mixed_precision.md).
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ __all__ = ["PRECISIONS", "autocast", "precision_dtype", "skipped_note"]
 
 
 class autocast(NativeScope):  # noqa: N801 (torch.autocast's name)
-    """Products and convolutions in ``dtype`` (``"bfloat16"`` or ``"float16"``) inside the
-    ``with`` block; ``None`` or ``enabled=False`` keeps float32 (and turns off an
-    outer block's autocast), so a precision option can switch it off in place."""
+    """Products and convolutions in ``dtype`` (``"bfloat16"`` or ``"float16"``)
+    inside the ``with`` block; ``None`` or ``enabled=False`` keeps float32 (and
+    turns off an outer block's autocast), so a precision option can switch it
+    off in place."""
 
     guard_type = AutocastScope
 
