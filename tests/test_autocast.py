@@ -164,5 +164,9 @@ def test_the_engine_honours_torch_amp(tmp_path) -> None:
     dev_exact, dev_mixed = exact[-1]["dev"]["ce"], mixed[-1]["dev"]["ce"]
     assert dev_mixed != dev_exact
     assert abs(dev_mixed - dev_exact) < 0.05 * dev_exact
+    # Without torch_amp the engine leaves the caller's autocast in effect.
+    with verjus.autocast("bfloat16"):
+        outer = _engine_run(tmp_path / "outer")
+    assert outer[-1]["dev"]["ce"] == dev_mixed
     with pytest.raises(ValueError, match="torch_amp: expected 'bfloat16' or 'float16'"):
         Engine(get_model=None, extern_data={}, train_step=None, torch_amp="float8")

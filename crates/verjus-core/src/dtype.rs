@@ -54,6 +54,18 @@ impl DType {
         matches!(self, DType::BF16 | DType::F16)
     }
 
+    /// `self`, when mixed precision can run in it (bfloat16 or float16); the
+    /// error names `op`.
+    pub fn mixed_precision(self, op: &str) -> crate::Result<DType> {
+        if !self.is_reduced_float() {
+            return Err(crate::Error::invalid(
+                op,
+                format!("mixed precision is bfloat16 or float16, not {self}"),
+            ));
+        }
+        Ok(self)
+    }
+
     /// Whether the type is an integer type (usable as indices or labels).
     pub fn is_int(self) -> bool {
         matches!(self, DType::I64 | DType::I32)

@@ -157,11 +157,8 @@ impl Context {
     /// stay float32. On the CPU the rounding is the whole effect (the
     /// numerics of reduced-precision training, not its speed).
     pub fn set_precision(&mut self, precision: Option<DType>) -> Result<()> {
-        if let Some(d) = precision.filter(|d| !d.is_reduced_float()) {
-            return Err(Error::invalid(
-                "Context::set_precision",
-                format!("mixed precision is bfloat16 or float16, not {d}"),
-            ));
+        if let Some(d) = precision {
+            d.mixed_precision("Context::set_precision")?;
         }
         self.precision = precision;
         Ok(())

@@ -24,12 +24,11 @@ impl AutocastScope {
     #[new]
     #[pyo3(signature = (dtype))]
     fn new(dtype: Option<&str>) -> PyResult<Self> {
+        // Checked now, not at `enter`: a wrong dtype is the caller's mistake.
         let dtype = dtype
-            .map(str::parse::<DType>)
+            .map(|name| name.parse::<DType>()?.mixed_precision("autocast"))
             .transpose()
             .map_err(to_py_err)?;
-        // Refused now, not at `enter`: a wrong dtype is the caller's mistake.
-        drop(autocast(dtype).map_err(to_py_err)?);
         Ok(AutocastScope { dtype, guard: None })
     }
 

@@ -48,6 +48,7 @@ lasts, else ``learning_rate``; ``dynamic_learning_rate`` then maps it per step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -333,7 +334,7 @@ class Engine:
                 rf.init_train_step_run_ctx(
                     train_flag=True, step=self.global_train_step, epoch=epoch
                 )
-                with autocast(self.autocast_dtype):
+                with self._amp():
                     self.train_step(model=self.model, extern_data=extern_data)
                 rf.get_run_ctx().total_loss().backward()
                 step_scores = _add_losses(rf.get_run_ctx(), sums, norms, errors)
@@ -409,7 +410,7 @@ class Engine:
                 rf.init_train_step_run_ctx(
                     train_flag=False, step=self.global_train_step, epoch=self.epoch
                 )
-                with autocast(self.autocast_dtype):
+                with self._amp():
                     self.train_step(model=self.model, extern_data=extern_data)
                 scores = _add_losses(rf.get_run_ctx(), sums, norms, set())
                 if self.log_steps:
@@ -442,7 +443,7 @@ class Engine:
             for raw in stream:
                 extern_data = bind(self.extern, raw, with_targets=False)
                 rf.init_forward_step_run_ctx(epoch=self.epoch or 1, step=self.global_train_step)
-                with autocast(self.autocast_dtype):
+                with self._amp():
                     self.forward_step(model=self.model, extern_data=extern_data)
                 for key, value in rf.get_run_ctx().outputs.data.items():
                     outputs.setdefault(key, []).extend(_per_sequence(value))
@@ -508,6 +509,13 @@ class Engine:
         shown = ", ".join(f"{k} {_format_value(v)}" for k, v in scores.items())
         elapsed = hms(time.monotonic() - begin)
         self.log(f"{prefix}, step {step}, {shown}, {seconds:.3f} sec/step, elapsed {elapsed}")
+
+    def _amp(self) -> contextlib.AbstractContextManager[object]:
+        """The scope a step runs in: ``torch_amp``'s autocast, or nothing (an
+        autocast the caller entered around ``train`` stays in effect)."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return autocast(self.autocast_dtype)
 
     def _save(self, epoch: int) -> None:
         """The epoch's checkpoint and metrics, written by rank 0 (the replicas

@@ -7,9 +7,10 @@ use crate::array::Array;
 use crate::compare::{close, every_case, Tolerance};
 use crate::inputs::uniform;
 use crate::reference::gemm::gemm as reference;
-use crate::transfer::{get, put, put_vec, Context};
+use crate::reference::memory::cast;
+use crate::transfer::{get, put, Context};
 use verjus_core::ops::{self, GemmSpec};
-use verjus_core::{Backend, DType, HostData};
+use verjus_core::{Backend, DType, HostData, Tensor};
 
 /// `(batch axes of A, batch axes of B, m, n, k)`.
 type Case = (&'static [usize], &'static [usize], usize, usize, usize);
@@ -47,41 +48,9 @@ pub fn gemm(be: &dyn Backend) -> Result<(), String> {
             .into_iter()
             .flat_map(move |t| SCALARS.into_iter().map(move |s| (i as u64, case, t, s)))
     });
-    every_case(
-        cases,
-        |(seed, (a_batch, b_batch, m, n, k), (trans_a, trans_b), (alpha, beta))| {
-            let spec = GemmSpec {
-                trans_a,
-                trans_b,
-                alpha,
-                beta,
-            };
-            let a = uniform(seed, &matrix_dims(a_batch, m, k, trans_a), -1.0, 1.0);
-            let b = uniform(seed + 100, &matrix_dims(b_batch, k, n, trans_b), -1.0, 1.0);
-            let batch = if a_batch.is_empty() { b_batch } else { a_batch };
-            let c_dims = matrix_dims(batch, m, n, false);
-            let c0 = if beta == 0.0 {
-                Array::new(c_dims.clone(), vec![f32::NAN; crate::array::numel(&c_dims)])
-            } else {
-                uniform(seed + 200, &c_dims, -1.0, 1.0)
-            };
-            let what = format!(
-                "gemm A {:?} B {:?} trans_a={trans_a} trans_b={trans_b} alpha={alpha} beta={beta}",
-                a.dims, b.dims
-            );
-            let (ta, tb) = (put(be, &what, &a)?, put(be, &what, &b)?);
-            let mut tc = put(be, &what, &c0)?;
-            ops::gemm(be, &ta, &tb, &mut tc, spec).context(&what)?;
-            let expected = reference(&a, &b, &c0, spec);
-            close(
-                &what,
-                &c_dims,
-                &expected.data,
-                &get(be, &what, &tc)?,
-                Tolerance::GEMM,
-            )
-        },
-    )
+    every_case(cases, |(seed, case, t, s)| {
+        check(be, DType::F32, seed, case, t, s)
+    })
 }
 
 /// `ops::gemm` of bfloat16 and float16 operands into a float32 `C`: the
@@ -100,58 +69,65 @@ pub fn gemm_reduced_precision(be: &dyn Backend) -> Result<(), String> {
                 })
         })
     });
-    every_case(
-        cases,
-        |(dtype, seed, (a_batch, b_batch, m, n, k), (trans_a, trans_b), (alpha, beta))| {
-            let spec = GemmSpec {
-                trans_a,
-                trans_b,
-                alpha,
-                beta,
-            };
-            let reduced = |a: Array| -> (Array, HostData) {
-                let narrow = crate::reference::memory::cast(&HostData::F32(a.data.clone()), dtype);
-                let HostData::F32(wide) = crate::reference::memory::cast(&narrow, DType::F32)
-                else {
-                    unreachable!("a cast to float32 gives float32")
-                };
-                (Array::new(a.dims, wide), narrow)
-            };
-            let (a, a_narrow) = reduced(uniform(
-                seed,
-                &matrix_dims(a_batch, m, k, trans_a),
-                -1.0,
-                1.0,
-            ));
-            let (b, b_narrow) = reduced(uniform(
-                seed + 100,
-                &matrix_dims(b_batch, k, n, trans_b),
-                -1.0,
-                1.0,
-            ));
-            let batch = if a_batch.is_empty() { b_batch } else { a_batch };
-            let c_dims = matrix_dims(batch, m, n, false);
-            let c0 = uniform(seed + 200, &c_dims, -1.0, 1.0);
-            let what = format!(
-                "gemm {dtype} A {:?} B {:?} trans_a={trans_a} trans_b={trans_b} alpha={alpha} beta={beta}",
-                a.dims, b.dims
-            );
-            let upload = |dims: &[usize], data: HostData| match data {
-                HostData::BF16(v) => put_vec(be, &what, dims, v),
-                HostData::F16(v) => put_vec(be, &what, dims, v),
-                other => Err(format!("{what}: {} is not reduced", other.dtype())),
-            };
-            let (ta, tb) = (upload(&a.dims, a_narrow)?, upload(&b.dims, b_narrow)?);
-            let mut tc = put(be, &what, &c0)?;
-            ops::gemm(be, &ta, &tb, &mut tc, spec).context(&what)?;
-            let expected = reference(&a, &b, &c0, spec);
-            close(
-                &what,
-                &c_dims,
-                &expected.data,
-                &get(be, &what, &tc)?,
-                Tolerance::GEMM,
-            )
-        },
+    every_case(cases, |(dtype, seed, case, t, s)| {
+        check(be, dtype, seed, case, t, s)
+    })
+}
+
+/// One case: `A` and `B` of `dtype` (their values rounded to it), `C` float32.
+fn check(
+    be: &dyn Backend,
+    dtype: DType,
+    seed: u64,
+    (a_batch, b_batch, m, n, k): Case,
+    (trans_a, trans_b): (bool, bool),
+    (alpha, beta): (f32, f32),
+) -> Result<(), String> {
+    let spec = GemmSpec {
+        trans_a,
+        trans_b,
+        alpha,
+        beta,
+    };
+    let a = uniform(seed, &matrix_dims(a_batch, m, k, trans_a), -1.0, 1.0);
+    let b = uniform(seed + 100, &matrix_dims(b_batch, k, n, trans_b), -1.0, 1.0);
+    let batch = if a_batch.is_empty() { b_batch } else { a_batch };
+    let c_dims = matrix_dims(batch, m, n, false);
+    let c0 = if beta == 0.0 {
+        Array::new(c_dims.clone(), vec![f32::NAN; crate::array::numel(&c_dims)])
+    } else {
+        uniform(seed + 200, &c_dims, -1.0, 1.0)
+    };
+    let what = format!(
+        "gemm {dtype} A {:?} B {:?} trans_a={trans_a} trans_b={trans_b} alpha={alpha} beta={beta}",
+        a.dims, b.dims
+    );
+    let (a, ta) = as_dtype(be, &what, a, dtype)?;
+    let (b, tb) = as_dtype(be, &what, b, dtype)?;
+    let mut tc = put(be, &what, &c0)?;
+    ops::gemm(be, &ta, &tb, &mut tc, spec).context(&what)?;
+    let expected = reference(&a, &b, &c0, spec);
+    close(
+        &what,
+        &c_dims,
+        &expected.data,
+        &get(be, &what, &tc)?,
+        Tolerance::GEMM,
     )
+}
+
+/// `a` uploaded as `dtype`, and the values the backend then holds (`a`'s,
+/// rounded to `dtype`) for the reference.
+fn as_dtype(
+    be: &dyn Backend,
+    what: &str,
+    a: Array,
+    dtype: DType,
+) -> Result<(Array, Tensor), String> {
+    let narrow = cast(&HostData::F32(a.data), dtype);
+    let HostData::F32(values) = cast(&narrow, DType::F32) else {
+        unreachable!("a cast to float32 gives float32")
+    };
+    let tensor = super::memory::upload(be, what, &a.dims, narrow)?;
+    Ok((Array::new(a.dims, values), tensor))
 }

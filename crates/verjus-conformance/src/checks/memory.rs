@@ -48,7 +48,13 @@ fn sample(dtype: DType, n: usize, seed: u64) -> HostData {
     }
 }
 
-fn upload(be: &dyn Backend, what: &str, dims: &[usize], data: HostData) -> Result<Tensor, String> {
+/// `data` uploaded as a tensor of its own dtype.
+pub(super) fn upload(
+    be: &dyn Backend,
+    what: &str,
+    dims: &[usize],
+    data: HostData,
+) -> Result<Tensor, String> {
     match data {
         HostData::F32(v) => put_vec(be, what, dims, v),
         HostData::I64(v) => put_vec(be, what, dims, v),

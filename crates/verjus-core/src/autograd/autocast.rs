@@ -17,7 +17,7 @@
 //! The setting is thread-local and changed only through guards, like grad mode.
 
 use super::Var;
-use crate::{DType, Error, Result};
+use crate::{DType, Result};
 use std::cell::Cell;
 use std::marker::PhantomData;
 
@@ -48,11 +48,8 @@ impl Drop for AutocastGuard {
 /// Runs matrix products on this thread in `dtype` (bfloat16 or float16;
 /// `None`: float32) until the guard drops.
 pub fn autocast(dtype: Option<DType>) -> Result<AutocastGuard> {
-    if let Some(d) = dtype.filter(|d| !d.is_reduced_float()) {
-        return Err(Error::invalid(
-            "autocast",
-            format!("runs in bfloat16 or float16, not {d}"),
-        ));
+    if let Some(d) = dtype {
+        d.mixed_precision("autocast")?;
     }
     let previous = AUTOCAST.with(|setting| setting.replace(dtype));
     Ok(AutocastGuard {

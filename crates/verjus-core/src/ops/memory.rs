@@ -62,12 +62,7 @@ pub fn cast(be: &dyn Backend, src: &Tensor, dst: &mut Tensor) -> Result<()> {
 /// reads, for ops that run in float32 on rounded inputs (the static graph's
 /// mixed precision).
 pub fn rounded(be: &dyn Backend, src: &Tensor, dtype: DType) -> Result<Tensor> {
-    if !dtype.is_reduced_float() {
-        return Err(Error::invalid(
-            "rounded",
-            format!("rounds to bfloat16 or float16, not {dtype}"),
-        ));
-    }
+    dtype.mixed_precision("rounded")?;
     super::check_dtype("rounded", "src", src, DType::F32)?;
     let mut narrow = be.alloc_output(src.shape(), dtype)?;
     cast(be, src, &mut narrow)?;
